@@ -1,0 +1,31 @@
+"""The ``jaxclust`` command line (typer). Subcommands live beside the code they drive."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="jaxclust",
+    help="Clustering with a little supervision: constrained/active DPMM, L3M, k-means/EM, ICC.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.command()
+def info() -> None:
+    """Print the versions of jaxclust and its numerical stack, and the JAX devices in use."""
+    import jax
+
+    import jaxclust
+
+    typer.echo(f"jaxclust {jaxclust.__version__}")
+    typer.echo(f"jax {jax.__version__}; backend {jax.default_backend()}; devices {jax.devices()}")
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,429 @@
+"""Must-link / cannot-link constraint sets, closed under what they imply, in the form the JAX samplers consume.
+
+Must-links are closed by union-find into *groups* (connected components); a group is the unit a constrained
+sampler moves as one block. Cannot-links are lifted to the group level: group ``U`` may not share a component with
+any of its cannot-link partner groups. The padded partner table ``cannot_partners()`` of shape ``(G, capacity)``
+(``-1`` padding) becomes a mask over component slots inside a jitted sweep.
+
+Example
+-------
+>>> c = Constraints(5, must_link=[(0, 1), (1, 2)], cannot_link=[(2, 3)])
+>>> c.status(0, 3)
+'cannot'
+>>> c.group_of.tolist()
+[0, 0, 0, 1, 2]
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from jaxclust.errors import ConstraintConflictError, ConstraintError, InvalidInputError
+from jaxclust.validation import check_labels
+
+__all__ = ["Constraints"]
+
+Pair = tuple[int, int]
+_KINDS = {True: "must", False: "cannot"}
+
+
+def _as_index(value: Any, n: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ConstraintError(f"{what}: index {value!r} is not an integer")
+    v = int(value)
+    if not 0 <= v < n:
+        raise ConstraintError(f"{what}: index {v} is out of range for {n} items (valid: 0..{n - 1})")
+    return v
+
+
+def _as_pair(pair: Any, n: int, kind: str) -> Pair:
+    try:
+        i, j = pair
+    except (TypeError, ValueError) as exc:
+        raise ConstraintError(f"{kind}-link {pair!r}: expected a pair (i, j)") from exc
+    what = f"{kind}-link ({i!r}, {j!r})"
+    return _as_index(i, n, what), _as_index(j, n, what)
+
+
+def _next_pow2(x: int) -> int:
+    return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
+
+
+class Constraints:
+    """An immutable set of must-link and cannot-link constraints over ``n`` items.
+
+    Parameters
+    ----------
+    n : int
+        Number of items; indices run over ``0..n-1``.
+    must_link, cannot_link : iterable of (i, j)
+        Pairs of item indices. Order matters only for ``on_conflict="drop"`` (must-links are added first, then
+        cannot-links, each in the given order; use :meth:`from_pairs` for an interleaved order).
+    on_conflict : {"raise", "drop"}
+        ``"raise"`` (default): a set in which must-links join a cannot-linked pair raises
+        :class:`~jaxclust.errors.ConstraintConflictError` naming the pair and the must-link chain.
+        ``"drop"``: keep the earliest constraints and drop each later one that contradicts them (for noisy human
+        answers); what was dropped is in :attr:`dropped`.
+
+    Malformed input (an index out of range, a non-integer index, a self cannot-link) always raises
+    :class:`~jaxclust.errors.ConstraintError`. Exact duplicates are kept once.
+    """
+
+    __slots__ = ("_n", "_log", "_dropped", "_on_conflict", "_group_of", "_cl_group_keys", "_cl_groups", "_groups")
+
+    def __init__(
+        self,
+        n: int,
+        must_link: Iterable[Pair] = (),
+        cannot_link: Iterable[Pair] = (),
+        on_conflict: Literal["raise", "drop"] = "raise",
+    ):
+        log = [(p, True) for p in must_link] + [(p, False) for p in cannot_link]
+        self._init(n, log, on_conflict, dropped=())
+
+    # construction -------------------------------------------------------------------------------------------
+    def _init(self, n: Any, log: Sequence[tuple[Any, bool]], on_conflict: str, dropped: Sequence) -> None:
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or int(n) < 1:
+            raise InvalidInputError(f"n: expected a positive number of items, got {n!r}")
+        if on_conflict not in ("raise", "drop"):
+            raise InvalidInputError(f"on_conflict: expected 'raise' or 'drop', got {on_conflict!r}")
+        n = int(n)
+        self._n, self._on_conflict = n, on_conflict
+        parent = np.arange(n)
+
+        def find(x: int) -> int:
+            root = x
+            while parent[root] != root:
+                root = parent[root]
+            while parent[x] != root:  # path compression
+                parent[x], x = root, parent[x]
+            return root
+
+        cl_adj: dict[int, dict[int, Pair]] = {}  # root -> {partner root: an item-level CL pair witnessing it}
+        ml_edges: list[Pair] = []
+        kept: list[tuple[Pair, bool]] = []
+        seen: set[tuple[int, int, bool]] = set()
+        dropped_now = list(dropped)
+        for pair, must in log:
+            i, j = _as_pair(pair, n, _KINDS[must])
+            if not must and i == j:
+                raise ConstraintError(f"cannot-link ({i}, {j}): an item cannot be cannot-linked to itself")
+            key = (min(i, j), max(i, j), must)
+            if key in seen:
+                continue
+            ri, rj = find(i), find(j)
+            conflict = None
+            if must and ri != rj and rj in cl_adj.get(ri, {}):
+                a, b = cl_adj[ri][rj]
+                conflict = ((a, b), ml_edges + [(i, j)])
+            elif not must and ri == rj:
+                conflict = ((i, j), ml_edges)
+            if conflict is not None:
+                (a, b), edges = conflict
+                if on_conflict == "drop":
+                    dropped_now.append(((i, j), _KINDS[must]))
+                    continue
+                chain = _ml_path(edges, a, b)
+                steps = " -> ".join(str(v) for v in [a] + [e[1] for e in chain])
+                new = f"the new must-link ({i}, {j})" if must else f"the new cannot-link ({i}, {j})"
+                raise ConstraintConflictError(
+                    f"contradictory constraints: items {a} and {b} are cannot-linked but must-links join them "
+                    f"(chain {steps}); {new} makes the set infeasible",
+                    pair=(a, b),
+                    chain=chain,
+                )
+            seen.add(key)
+            kept.append(((i, j), must))
+            if must:
+                ml_edges.append((i, j))
+                if ri != rj:  # union; merge the cannot-link adjacency of the two roots
+                    parent[rj] = ri
+                    adj_j = cl_adj.pop(rj, {})
+                    adj_i = cl_adj.setdefault(ri, {})
+                    for partner, witness in adj_j.items():
+                        adj_i.setdefault(partner, witness)
+                        back = cl_adj[partner]
+                        back.setdefault(ri, back.pop(rj))
+            else:
+                cl_adj.setdefault(ri, {}).setdefault(rj, (i, j))
+                cl_adj.setdefault(rj, {}).setdefault(ri, (i, j))
+        self._log = tuple(kept)
+        self._dropped = tuple(dropped_now)
+
+        roots = np.array([find(x) for x in range(n)])
+        _, first, inverse = np.unique(roots, return_index=True, return_inverse=True)
+        rank = np.empty(len(first), dtype=np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+        self._group_of = rank[inverse].astype(np.int32)
+        self._group_of.setflags(write=False)
+        cl = np.array([p for p, must in kept if not must], dtype=np.int64).reshape(-1, 2)
+        g = self._group_of[cl] if len(cl) else np.zeros((0, 2), np.int32)
+        g = np.unique(np.sort(g, axis=1), axis=0).astype(np.int32) if len(g) else g.astype(np.int32)
+        g.setflags(write=False)
+        self._cl_groups = g
+        self._cl_group_keys = np.sort(g[:, 0].astype(np.int64) * n + g[:, 1])
+        self._groups = None
+
+    @classmethod
+    def from_pairs(
+        cls, n: int, constraints: Iterable[tuple[int, int, Any]], on_conflict: Literal["raise", "drop"] = "raise"
+    ) -> Constraints:
+        """Build from an ordered sequence of ``(i, j, kind)`` with kind ``"must"``/``"cannot"`` (or True/False)."""
+        log = []
+        for item in constraints:
+            try:
+                i, j, kind = item
+            except (TypeError, ValueError) as exc:
+                raise ConstraintError(f"constraint {item!r}: expected (i, j, 'must' | 'cannot')") from exc
+            if kind in ("must", True, 1):
+                log.append(((i, j), True))
+            elif kind in ("cannot", False, 0, -1):
+                log.append(((i, j), False))
+            else:
+                raise ConstraintError(f"constraint {item!r}: kind must be 'must' or 'cannot', got {kind!r}")
+        obj = cls.__new__(cls)
+        obj._init(n, log, on_conflict, dropped=())
+        return obj
+
+    @classmethod
+    def from_labels(cls, labels: Any, indices: Iterable[int], n: int | None = None) -> Constraints:
+        """All pairs among the labelled ``indices``: must-link when ``labels[i] == labels[j]``, else cannot-link.
+
+        ``labels`` has one entry per item (only the entries at ``indices`` are read); ``n`` defaults to its length.
+        """
+        labels = check_labels(labels, name="labels")
+        n = len(labels) if n is None else n
+        idx = np.asarray(list(indices), dtype=np.int64) if not isinstance(indices, np.ndarray) else indices
+        for v in np.asarray(idx).ravel():
+            _as_index(v, min(n, len(labels)), "from_labels")
+        idx = np.unique(np.asarray(idx, dtype=np.int64))
+        a, b = np.triu_indices(len(idx), k=1)
+        ia, ib = idx[a], idx[b]
+        same = labels[ia] == labels[ib]
+        return cls(n, must_link=zip(ia[same].tolist(), ib[same].tolist(), strict=True),
+                   cannot_link=zip(ia[~same].tolist(), ib[~same].tolist(), strict=True))
+
+    def _with(self, i: int, j: int, must: bool) -> Constraints:
+        obj = Constraints.__new__(Constraints)
+        obj._init(self._n, list(self._log) + [((i, j), must)], self._on_conflict, dropped=self._dropped)
+        return obj
+
+    def with_must_link(self, i: int, j: int) -> Constraints:
+        """A new set with the must-link ``(i, j)`` added."""
+        return self._with(i, j, True)
+
+    def with_cannot_link(self, i: int, j: int) -> Constraints:
+        """A new set with the cannot-link ``(i, j)`` added."""
+        return self._with(i, j, False)
+
+    def with_constraint(self, i: int, j: int, must: bool) -> Constraints:
+        """A new set with ``(i, j)`` added as a must-link (``must=True``) or cannot-link."""
+        return self._with(i, j, bool(must))
+
+    # read-only views ------------------------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        return self._n
+
+    @property
+    def on_conflict(self) -> str:
+        return self._on_conflict
+
+    @property
+    def must_link(self) -> tuple[Pair, ...]:
+        """Must-link pairs kept, in insertion order."""
+        return tuple(p for p, must in self._log if must)
+
+    @property
+    def cannot_link(self) -> tuple[Pair, ...]:
+        """Cannot-link pairs kept, in insertion order."""
+        return tuple(p for p, must in self._log if not must)
+
+    @property
+    def pairs(self) -> tuple[tuple[int, int, str], ...]:
+        """Every kept constraint as ``(i, j, "must" | "cannot")`` in insertion order."""
+        return tuple((i, j, _KINDS[must]) for (i, j), must in self._log)
+
+    @property
+    def dropped(self) -> tuple[tuple[Pair, str], ...]:
+        """Constraints dropped because they contradicted earlier ones (``on_conflict="drop"``): ``((i, j), kind)``."""
+        return self._dropped
+
+    def __len__(self) -> int:
+        return len(self._log)
+
+    @property
+    def group_of(self) -> np.ndarray:
+        """(n,) int32 must-link group id per item; groups are numbered 0..G-1 in order of their first member."""
+        return self._group_of
+
+    @property
+    def n_groups(self) -> int:
+        return int(self._group_of.max()) + 1
+
+    @property
+    def group_sizes(self) -> np.ndarray:
+        """(G,) int32 number of items per group."""
+        return np.bincount(self._group_of, minlength=self.n_groups).astype(np.int32)
+
+    @property
+    def groups(self) -> list[np.ndarray]:
+        """Member indices (sorted) of each group, in group-id order."""
+        if self._groups is None:
+            order = np.argsort(self._group_of, kind="stable")
+            self._groups = np.split(order, np.cumsum(self.group_sizes)[:-1])
+        return self._groups
+
+    @property
+    def cannot_link_groups(self) -> np.ndarray:
+        """(E, 2) int32 distinct group-level cannot-link edges ``(g, h)`` with ``g < h``."""
+        return self._cl_groups
+
+    @property
+    def degrees(self) -> np.ndarray:
+        """(G,) number of distinct cannot-link partner groups of each group."""
+        e = self._cl_groups
+        return np.bincount(e.ravel(), minlength=self.n_groups).astype(np.int32)
+
+    @property
+    def max_degree(self) -> int:
+        d = self.degrees
+        return int(d.max()) if d.size else 0
+
+    def cannot_partners(self, capacity: int | None = None, n_rows: int | None = None) -> np.ndarray:
+        """Group-level cannot-link partner lists, padded with -1.
+
+        Parameters
+        ----------
+        capacity : int, optional
+            Columns of the table; defaults to ``max_degree`` rounded up to a power of two (at least 1), so a
+            sampler that re-uses the capacity across rounds re-compiles only when a degree doubles.
+        n_rows : int, optional
+            Rows of the table (default ``n_groups``); pad to ``n`` to keep shapes fixed while groups merge.
+
+        Returns
+        -------
+        np.ndarray, shape (n_rows, capacity), int32
+        """
+        G = self.n_groups
+        rows = G if n_rows is None else int(n_rows)
+        if rows < G:
+            raise InvalidInputError(f"n_rows: {rows} is fewer than the {G} groups")
+        cap = _next_pow2(max(self.max_degree, 1)) if capacity is None else int(capacity)
+        if cap < self.max_degree:
+            raise InvalidInputError(
+                f"capacity: {cap} is below the largest number of cannot-link partners of one group "
+                f"({self.max_degree})"
+            )
+        out = np.full((rows, cap), -1, dtype=np.int32)
+        e = self._cl_groups
+        if len(e):
+            src = np.concatenate([e[:, 0], e[:, 1]])
+            dst = np.concatenate([e[:, 1], e[:, 0]])
+            order = np.lexsort((dst, src))
+            src, dst = src[order], dst[order]
+            start = np.searchsorted(src, src, side="left")
+            slot = np.arange(len(src)) - start
+            out[src, slot] = dst
+        return out
+
+    # queries ------------------------------------------------------------------------------------------------
+    def status_codes(self, i: Any, j: Any) -> np.ndarray:
+        """Vectorised status of pairs: int8 array, 1 = must (same group), -1 = cannot (implied), 0 = unknown."""
+        i = np.asarray(i, dtype=np.int64)
+        j = np.asarray(j, dtype=np.int64)
+        for arr, name in ((i, "i"), (j, "j")):
+            if arr.size and (arr.min() < 0 or arr.max() >= self._n):
+                bad = arr[(arr < 0) | (arr >= self._n)].ravel()[0]
+                raise ConstraintError(f"{name}: index {int(bad)} is out of range for {self._n} items")
+        gi, gj = self._group_of[i].astype(np.int64), self._group_of[j].astype(np.int64)
+        keys = np.minimum(gi, gj) * self._n + np.maximum(gi, gj)
+        out = np.zeros(np.broadcast(gi, gj).shape, dtype=np.int8)
+        if len(self._cl_group_keys):
+            pos = np.searchsorted(self._cl_group_keys, keys)
+            pos = np.minimum(pos, len(self._cl_group_keys) - 1)
+            out[self._cl_group_keys[pos] == keys] = -1
+        out[gi == gj] = 1
+        return out
+
+    def is_known(self, i: Any, j: Any) -> np.ndarray:
+        """Vectorised: True where the pair's status is implied (directly or by transitivity)."""
+        return self.status_codes(i, j) != 0
+
+    def status(self, i: int, j: int) -> str | None:
+        """``"must"``, ``"cannot"`` or ``None`` for the pair ``(i, j)``, including what transitivity implies."""
+        i = _as_index(i, self._n, "status")
+        j = _as_index(j, self._n, "status")
+        code = int(self.status_codes(i, j))
+        return {1: "must", -1: "cannot", 0: None}[code]
+
+    def check_assignment(self, labels: Any) -> list[tuple[int, int, str]]:
+        """The constraints a labelling violates, as ``(i, j, kind)``; empty when it satisfies all."""
+        z = check_labels(labels, n=self._n, name="labels")
+        out = []
+        for (i, j), must in self._log:
+            if (z[i] == z[j]) != must:
+                out.append((i, j, _KINDS[must]))
+        return out
+
+    # serialisation --------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "n": self._n,
+            "on_conflict": self._on_conflict,
+            "constraints": [[i, j, k] for i, j, k in self.pairs],
+            "dropped": [[i, j, k] for (i, j), k in self._dropped],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Constraints:
+        obj = cls.from_pairs(d["n"], [tuple(c) for c in d.get("constraints", [])], d.get("on_conflict", "raise"))
+        obj._dropped = tuple(((int(i), int(j)), str(k)) for i, j, k in d.get("dropped", []))
+        return obj
+
+    @classmethod
+    def from_json(cls, s: str) -> Constraints:
+        return cls.from_dict(json.loads(s))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Constraints) and self._n == other._n and self._log == other._log
+
+    def __hash__(self) -> int:
+        return hash((self._n, self._log))
+
+    def __repr__(self) -> str:
+        ml, cl = len(self.must_link), len(self.cannot_link)
+        return f"Constraints(n={self._n}, must_link={ml}, cannot_link={cl}, groups={self.n_groups})"
+
+
+def _ml_path(edges: Sequence[Pair], a: int, b: int) -> list[Pair]:
+    """Must-link edges on a shortest path from ``a`` to ``b``, each oriented along the path."""
+    adj: dict[int, list[int]] = {}
+    for u, v in edges:
+        adj.setdefault(u, []).append(v)
+        adj.setdefault(v, []).append(u)
+    prev = {a: a}
+    queue = deque([a])
+    while queue:
+        u = queue.popleft()
+        if u == b:
+            break
+        for v in adj.get(u, ()):
+            if v not in prev:
+                prev[v] = u
+                queue.append(v)
+    if b not in prev:
+        return []
+    path = [b]
+    while path[-1] != a:
+        path.append(prev[path[-1]])
+    path.reverse()
+    return list(zip(path[:-1], path[1:], strict=True))

@@ -1,0 +1,168 @@
+"""Host-side input validation: one place that checks feature matrices, label arrays and seeds.
+
+Every check raises :class:`jaxclust.errors.InvalidInputError` with a message that names the culprit
+(``"X: row 17 has NaN in column 3"``), before any array reaches JAX.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from jaxclust.errors import InvalidInputError
+
+__all__ = ["check_array", "check_labels", "check_index", "check_positive", "prng_key", "seed_from"]
+
+
+def check_array(
+    X: Any,
+    name: str = "X",
+    *,
+    min_rows: int = 2,
+    min_cols: int = 1,
+    ndim: int = 2,
+    dtype: Any = np.float64,
+    allow_nonfinite: bool = False,
+) -> np.ndarray:
+    """Validate a numeric array and return it as a C-contiguous NumPy array of ``dtype``.
+
+    Parameters
+    ----------
+    X : array-like, shape (n, d) when ``ndim == 2``
+        Anything ``np.asarray`` accepts; JAX arrays are copied to host once. Sparse matrices are rejected
+        with a hint to densify (the dense-feature models need dense input).
+    name : str
+        How the array is called in error messages.
+    min_rows, min_cols : int
+        Smallest accepted number of rows (items) and columns (features).
+    ndim : int
+        Required number of dimensions.
+    dtype : numpy dtype
+        Output dtype (float64 by default; callers that need float32 cast themselves).
+    allow_nonfinite : bool
+        If False (default) NaN and ±inf raise, naming the first offending row and column.
+    """
+    if hasattr(X, "tocsr") and hasattr(X, "nnz"):
+        raise InvalidInputError(f"{name}: sparse input is not supported here; pass {name}.toarray()")
+    try:
+        arr = np.asarray(X)
+    except Exception as exc:  # ragged lists and the like
+        raise InvalidInputError(f"{name}: cannot be converted to an array ({exc})") from exc
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise InvalidInputError(f"{name}: expected numeric values, got dtype {arr.dtype}")
+    if np.iscomplexobj(arr):
+        raise InvalidInputError(f"{name}: complex values are not supported")
+    if arr.ndim != ndim:
+        hint = " (reshape a single feature with X.reshape(-1, 1))" if ndim == 2 and arr.ndim == 1 else ""
+        raise InvalidInputError(f"{name}: expected a {ndim}-D array, got shape {arr.shape}{hint}")
+    if arr.shape[0] < min_rows:
+        raise InvalidInputError(f"{name}: needs at least {min_rows} rows (items), got {arr.shape[0]}")
+    if ndim >= 2 and arr.shape[1] < min_cols:
+        raise InvalidInputError(f"{name}: needs at least {min_cols} columns (features), got {arr.shape[1]}")
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    if not allow_nonfinite:
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            where = np.argwhere(bad)[0]
+            value = arr[tuple(where)]
+            kind = "NaN" if np.isnan(value) else ("inf" if value > 0 else "-inf")
+            if ndim == 2:
+                raise InvalidInputError(
+                    f"{name}: row {where[0]} has {kind} in column {where[1]} "
+                    f"({int(bad.sum())} non-finite values in all)"
+                )
+            raise InvalidInputError(f"{name}: {kind} at index {tuple(int(w) for w in where)}")
+    return arr
+
+
+def check_labels(labels: Any, n: int | None = None, name: str = "labels", *, min_length: int = 0) -> np.ndarray:
+    """Validate a 1-D array of integer labels (any integer ids, negative allowed) and return it as int64.
+
+    Float arrays are accepted only when every value is integral (``[0., 1., 1.]``); strings are rejected
+    (encode them first, e.g. with ``np.unique(y, return_inverse=True)[1]``).
+    """
+    try:
+        arr = np.asarray(labels)
+    except Exception as exc:
+        raise InvalidInputError(f"{name}: cannot be converted to an array ({exc})") from exc
+    if arr.ndim != 1:
+        raise InvalidInputError(f"{name}: expected a 1-D array of labels, got shape {arr.shape}")
+    if n is not None and arr.shape[0] != n:
+        raise InvalidInputError(f"{name}: expected {n} labels, got {arr.shape[0]}")
+    if arr.shape[0] < min_length:
+        raise InvalidInputError(f"{name}: needs at least {min_length} labels, got {arr.shape[0]}")
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    if arr.dtype == bool:
+        return arr.astype(np.int64)
+    if np.issubdtype(arr.dtype, np.integer):
+        return arr.astype(np.int64, copy=False)
+    if np.issubdtype(arr.dtype, np.floating):
+        finite = np.isfinite(arr)
+        if not finite.all():
+            i = int(np.argmin(finite))
+            raise InvalidInputError(f"{name}: entry {i} is {arr[i]}, labels must be integers")
+        frac = arr != np.round(arr)
+        if frac.any():
+            i = int(np.argmax(frac))
+            raise InvalidInputError(f"{name}: entry {i} is {arr[i]}, labels must be integers")
+        return arr.astype(np.int64)
+    raise InvalidInputError(
+        f"{name}: expected integer labels, got dtype {arr.dtype}; encode them with "
+        "np.unique(labels, return_inverse=True)[1]"
+    )
+
+
+def check_index(i: Any, n: int, name: str = "index") -> int:
+    """Return ``i`` as a Python int after checking it is an integer in ``[0, n)``."""
+    if isinstance(i, bool) or not isinstance(i, numbers.Integral | np.integer):
+        if isinstance(i, numbers.Real) and float(i).is_integer() and not isinstance(i, bool):
+            raise InvalidInputError(f"{name}: {i!r} is not an integer (got {type(i).__name__})")
+        raise InvalidInputError(f"{name}: {i!r} is not an integer index")
+    i = int(i)
+    if not 0 <= i < n:
+        raise InvalidInputError(f"{name}: {i} is out of range for {n} items (valid: 0..{n - 1})")
+    return i
+
+
+def check_positive(value: Any, name: str, *, strict: bool = True) -> float:
+    """Return ``value`` as float after checking it is finite and > 0 (``>= 0`` when ``strict=False``)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name}: expected a number, got {value!r}") from exc
+    if not np.isfinite(v) or (v <= 0 if strict else v < 0):
+        raise InvalidInputError(f"{name}: must be {'>' if strict else '>='} 0 and finite, got {value!r}")
+    return v
+
+
+def seed_from(random_state: Any) -> int:
+    """An int seed from ``random_state`` (None -> 0, int -> itself, ``np.random.RandomState/Generator`` -> a draw)."""
+    if random_state is None:
+        return 0
+    if isinstance(random_state, bool):
+        raise InvalidInputError(f"random_state: expected an int, got {random_state!r}")
+    if isinstance(random_state, numbers.Integral | np.integer):
+        seed = int(random_state)
+        if seed < 0:
+            raise InvalidInputError(f"random_state: must be >= 0, got {seed}")
+        return seed % (2**32)
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**31 - 1))
+    raise InvalidInputError(f"random_state: expected None, an int or a NumPy RNG, got {type(random_state).__name__}")
+
+
+def prng_key(random_state: Any = None):
+    """A JAX PRNG key from ``random_state``: an existing key is returned as is, anything else goes via ``seed_from``."""
+    import jax
+
+    if isinstance(random_state, jax.Array):
+        if jax.dtypes.issubdtype(random_state.dtype, jax.dtypes.prng_key):
+            return random_state
+        if random_state.dtype == np.uint32 and random_state.shape == (2,):  # legacy raw key
+            return jax.random.wrap_key_data(random_state)
+    return jax.random.key(seed_from(random_state))

@@ -1,0 +1,40 @@
+"""Shared pytest fixtures: the evaluation data directory and a fixed seed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _data_root() -> Path | None:
+    env = os.environ.get("JAXCLUST_DATA")
+    candidates = [Path(env)] if env else []
+    candidates.append(REPO.parent / "shared" / "data")
+    for path in candidates:
+        if path.is_dir():
+            return path
+    return None
+
+
+_ROOT = _data_root()
+if _ROOT is not None:
+    # Loaders resolve JAXCLUST_DATA, so tests and the code see the same folder.
+    os.environ.setdefault("JAXCLUST_DATA", str(_ROOT))
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The evaluation data root (JAXCLUST_DATA, else ../shared/data beside the repo); skips when absent."""
+    if _ROOT is None:
+        pytest.skip("evaluation data not found: set JAXCLUST_DATA or place the data at ../shared/data")
+    return _ROOT
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "data_dir" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.data)

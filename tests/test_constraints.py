@@ -1,0 +1,162 @@
+"""Constraints: closure by union-find, lifting to groups, conflicts named, padded partner lists, JSON."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxclust.constraints import Constraints
+from jaxclust.errors import ConstraintConflictError, ConstraintError, InvalidInputError
+
+
+def brute_status(n, ml, cl):
+    """Closure by repeated relaxation over an n×n relation (independent of union-find)."""
+    same = np.eye(n, dtype=bool)
+    for i, j in ml:
+        same[i, j] = same[j, i] = True
+    for k in range(n):  # Warshall transitive closure
+        same |= same[:, [k]] & same[[k], :]
+    diff = np.zeros((n, n), dtype=bool)
+    for i, j in cl:
+        diff |= np.outer(same[i], same[j]) | np.outer(same[j], same[i])
+    return same, diff
+
+
+pairs = st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7)), max_size=10)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ml=pairs, cl=pairs)
+def test_status_matches_brute_force_closure(ml, cl):
+    n = 8
+    cl = [(i, j) for i, j in cl if i != j]
+    same, diff = brute_status(n, ml, cl)
+    if (same & diff).any():
+        with pytest.raises(ConstraintConflictError) as info:
+            Constraints(n, ml, cl)
+        a, b = info.value.pair
+        assert same[a, b] and (a, b) in {(i, j) for i, j in cl} | {(j, i) for i, j in cl}
+        chain = info.value.chain
+        assert chain[0][0] == a and chain[-1][1] == b  # a path of must-links from a to b
+        given_ml = {frozenset(p) for p in ml}
+        assert all(frozenset(e) in given_ml for e in chain)
+        assert all(u[1] == v[0] for u, v in itertools.pairwise(chain))
+        return
+    c = Constraints(n, ml, cl)
+    ii, jj = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    codes = c.status_codes(ii, jj)
+    np.testing.assert_array_equal(codes == 1, same)
+    np.testing.assert_array_equal(codes == -1, diff)
+    # groups are exactly the must-link components, numbered by first member
+    np.testing.assert_array_equal(c.group_of[:, None] == c.group_of[None, :], same)
+    firsts = [int(np.flatnonzero(c.group_of == g)[0]) for g in range(c.n_groups)]
+    assert firsts == sorted(firsts)
+    # partner table lists exactly the cannot-linked groups
+    table = c.cannot_partners()
+    for g in range(c.n_groups):
+        partners = set(table[g][table[g] >= 0].tolist())
+        members = np.flatnonzero(c.group_of == g)
+        expect = {int(c.group_of[j]) for j in range(n) if diff[members[0], j]}
+        assert partners == expect
+    assert table.shape[1] >= max(c.max_degree, 1)
+    assert table.shape[1] & (table.shape[1] - 1) == 0  # power of two
+    # every labelling that satisfies the closure satisfies the constraints
+    z = c.group_of.copy()
+    assert c.check_assignment(z) == []
+
+
+def test_status_and_groups_small():
+    c = Constraints(6, must_link=[(0, 1), (1, 2)], cannot_link=[(2, 3), (4, 5)])
+    assert c.status(0, 2) == "must"
+    assert c.status(3, 0) == "cannot"  # lifted through the must-link group
+    assert c.status(0, 4) is None
+    assert c.group_of.tolist() == [0, 0, 0, 1, 2, 3]
+    assert c.group_sizes.tolist() == [3, 1, 1, 1]
+    assert c.cannot_link_groups.tolist() == [[0, 1], [2, 3]]
+    assert [g.tolist() for g in c.groups] == [[0, 1, 2], [3], [4], [5]]
+    assert len(c) == 4
+    np.testing.assert_array_equal(c.cannot_partners(capacity=2, n_rows=6)[:, 0], [1, 0, 3, 2, -1, -1])
+    with pytest.raises(InvalidInputError, match="capacity"):
+        Constraints(4, cannot_link=[(0, 1), (0, 2), (0, 3)]).cannot_partners(capacity=2)
+
+
+def test_conflict_message_names_pair_and_chain():
+    with pytest.raises(ConstraintConflictError) as info:
+        Constraints(5, must_link=[(0, 1), (1, 4), (4, 3)], cannot_link=[(0, 3)])
+    msg = str(info.value)
+    assert "0 and 3" in msg and "0 -> 1 -> 4 -> 3" in msg
+    assert info.value.pair == (0, 3)
+    assert info.value.chain == [(0, 1), (1, 4), (4, 3)]
+    # adding a must-link that closes the chain also raises, whatever the order
+    c = Constraints(5, must_link=[(0, 1), (3, 4)], cannot_link=[(1, 4)])
+    with pytest.raises(ConstraintConflictError, match="1 and 4"):
+        c.with_must_link(0, 3)
+    with pytest.raises(ConstraintConflictError):
+        Constraints(3, must_link=[(0, 1)]).with_cannot_link(1, 0)
+
+
+def test_drop_policy_keeps_the_earliest():
+    c = Constraints.from_pairs(
+        5, [(0, 3, "cannot"), (0, 1, "must"), (1, 2, "must"), (2, 3, "must"), (3, 4, "must")], on_conflict="drop"
+    )
+    assert c.dropped == (((2, 3), "must"),)
+    assert c.status(0, 3) == "cannot" and c.status(3, 4) == "must"
+    c2 = c.with_cannot_link(0, 2)  # implied must -> dropped, not raised
+    assert c2.dropped[-1] == ((0, 2), "cannot")
+    assert c2 == c  # nothing kept changed
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(cannot_link=[(2, 2)]), "itself"),
+        (dict(must_link=[(0, 5)]), "out of range"),
+        (dict(must_link=[(-1, 2)]), "out of range"),
+        (dict(cannot_link=[(0, 1.5)]), "not an integer"),
+        (dict(must_link=[(0, "1")]), "not an integer"),
+        (dict(must_link=[(0, 1, 2)]), "pair"),
+    ],
+)
+def test_malformed_constraints_raise(kwargs, match):
+    with pytest.raises(ConstraintError, match=match):
+        Constraints(5, **kwargs)
+
+
+def test_bad_n_and_policy():
+    with pytest.raises(InvalidInputError):
+        Constraints(0)
+    with pytest.raises(InvalidInputError):
+        Constraints(3, on_conflict="ignore")
+    with pytest.raises(ConstraintError, match="out of range"):
+        Constraints(3).status_codes([0], [3])
+
+
+def test_from_labels_all_pairs():
+    labels = np.array([4, 4, 7, 7, 9, 4])
+    c = Constraints.from_labels(labels, [0, 2, 3, 5])
+    assert c.n == 6
+    expect = {(0, 5, "must"), (2, 3, "must"), (0, 2, "cannot"), (0, 3, "cannot"), (2, 5, "cannot"),
+              (3, 5, "cannot")}
+    assert set(c.pairs) == expect
+    assert c.status(1, 0) is None  # unlabelled item 1 gets nothing
+
+
+def test_json_round_trip_and_equality():
+    c = Constraints.from_pairs(7, [(0, 1, "must"), (2, 3, "cannot"), (1, 2, "must"), (5, 6, "cannot")])
+    d = Constraints.from_json(c.to_json())
+    assert d == c and d.pairs == c.pairs and hash(d) == hash(c)
+    np.testing.assert_array_equal(d.group_of, c.group_of)
+    assert Constraints(3) != Constraints(4)
+
+
+def test_duplicates_are_kept_once_and_objects_are_immutable():
+    c = Constraints(4, must_link=[(0, 1), (1, 0), (0, 1)])
+    assert c.must_link == ((0, 1),)
+    c2 = c.with_cannot_link(2, 3)
+    assert len(c) == 1 and len(c2) == 2
+    with pytest.raises(ValueError):
+        c.group_of[0] = 3

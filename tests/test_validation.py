@@ -1,0 +1,89 @@
+"""Input validation names the culprit."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from jaxclust.errors import InvalidInputError
+from jaxclust.validation import check_array, check_index, check_labels, check_positive, prng_key, seed_from
+
+
+def test_check_array_names_row_and_column_of_nan_and_inf():
+    X = np.zeros((20, 5))
+    X[17, 3] = np.nan
+    with pytest.raises(InvalidInputError, match=r"row 17 has NaN in column 3"):
+        check_array(X)
+    X[17, 3] = 0
+    X[2, 1] = -np.inf
+    with pytest.raises(InvalidInputError, match=r"row 2 has -inf in column 1"):
+        check_array(X, name="features")
+
+
+@pytest.mark.parametrize(
+    "X, match",
+    [
+        (np.zeros(5), "2-D"),
+        (np.zeros((1, 3)), "at least 2 rows"),
+        (np.zeros((4, 0)), "at least 1 columns"),
+        (np.array([["a", "b"], ["c", "d"]]), "numeric"),
+        (np.array([[1 + 1j, 2], [3, 4]]), "complex"),
+        ([[1, 2], [3]], "cannot be converted|numeric"),
+    ],
+)
+def test_check_array_rejects(X, match):
+    with pytest.raises(InvalidInputError, match=match):
+        check_array(X)
+
+
+def test_check_array_returns_contiguous_float64_copy_of_ints_and_jax():
+    X = np.arange(12, dtype=np.int32).reshape(3, 4)[:, ::2]
+    out = check_array(X)
+    assert out.dtype == np.float64 and out.flags.c_contiguous
+    np.testing.assert_array_equal(out, X)
+    np.testing.assert_array_equal(check_array(jax.numpy.ones((3, 2))), np.ones((3, 2)))
+
+
+def test_check_array_rejects_sparse():
+    sp = pytest.importorskip("scipy.sparse")
+    with pytest.raises(InvalidInputError, match="sparse"):
+        check_array(sp.eye(3, format="csr"))
+
+
+def test_check_labels():
+    np.testing.assert_array_equal(check_labels([3.0, -1.0, 3.0]), [3, -1, 3])
+    with pytest.raises(InvalidInputError, match="entry 1 is 0.5"):
+        check_labels([1, 0.5])
+    with pytest.raises(InvalidInputError, match="expected 3 labels"):
+        check_labels([1, 2], n=3)
+    with pytest.raises(InvalidInputError, match="1-D"):
+        check_labels(np.zeros((2, 2)))
+    with pytest.raises(InvalidInputError, match="integer labels"):
+        check_labels(["a", "b"])
+    assert check_labels([]).dtype == np.int64
+
+
+def test_check_index_and_positive():
+    assert check_index(np.int64(3), 5) == 3
+    with pytest.raises(InvalidInputError, match="out of range"):
+        check_index(5, 5)
+    with pytest.raises(InvalidInputError, match="not an integer"):
+        check_index(1.0, 5)
+    with pytest.raises(InvalidInputError, match="alpha"):
+        check_positive(0.0, "alpha")
+    assert check_positive(0.0, "l2", strict=False) == 0.0
+
+
+def test_seeds_are_reproducible_and_explicit():
+    assert seed_from(None) == 0 and seed_from(7) == 7
+    with pytest.raises(InvalidInputError):
+        seed_from(-1)
+    with pytest.raises(InvalidInputError):
+        seed_from("seed")
+    k1, k2 = prng_key(3), prng_key(3)
+    np.testing.assert_array_equal(jax.random.key_data(k1), jax.random.key_data(k2))
+    assert prng_key(k1) is k1
+    a = jax.random.normal(prng_key(5), (3,))
+    b = jax.random.normal(prng_key(np.random.RandomState(0)), (3,))
+    assert not np.allclose(a, b)
