@@ -12,6 +12,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _root() -> None:
+    """Clustering with a little supervision: constrained/active DPMM, L3M, k-means/EM, ICC."""
+
+
 @app.command()
 def info() -> None:
     """Print the versions of jaxclust and its numerical stack, and the JAX devices in use."""
