@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "JaxclustError",
     "InvalidInputError",
+    "InvalidInputTypeError",
     "ConstraintError",
     "ConstraintConflictError",
     "DatasetNotFoundError",
@@ -19,6 +20,10 @@ class JaxclustError(Exception):
 
 class InvalidInputError(JaxclustError, ValueError):
     """Bad features, labels or hyperparameters (NaN/inf, wrong shape, too few rows, wrong dtype)."""
+
+
+class InvalidInputTypeError(InvalidInputError, TypeError):
+    """Input of a type that cannot be used at all (e.g. a dict inside an object array)."""
 
 
 class ConstraintError(JaxclustError, ValueError):

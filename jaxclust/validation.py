@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxclust.errors import InvalidInputError
+from jaxclust.errors import InvalidInputError, InvalidInputTypeError
 
 __all__ = ["check_array", "check_labels", "check_index", "check_positive", "prng_key", "seed_from"]
 
@@ -50,17 +50,35 @@ def check_array(
         arr = np.asarray(X)
     except Exception as exc:  # ragged lists and the like
         raise InvalidInputError(f"{name}: cannot be converted to an array ({exc})") from exc
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise InvalidInputError(f"{name}: expected numeric values, got dtype {arr.dtype}")
+    if arr.dtype == object:  # numbers boxed as objects (pandas, lists of Decimals) are fine; anything else is not
+        try:
+            arr = arr.astype(np.float64)
+        except TypeError as exc:
+            raise InvalidInputTypeError(f"{name}: {exc}") from exc
+        except ValueError as exc:
+            raise InvalidInputError(f"{name}: expected numeric values ({exc})") from exc
     if np.iscomplexobj(arr):
-        raise InvalidInputError(f"{name}: complex values are not supported")
+        raise InvalidInputError(f"{name}: Complex data not supported (got dtype {arr.dtype})")
+    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise InvalidInputError(f"{name}: expected numeric values, got dtype {arr.dtype}")
     if arr.ndim != ndim:
-        hint = " (reshape a single feature with X.reshape(-1, 1))" if ndim == 2 and arr.ndim == 1 else ""
+        hint = (
+            " (Reshape your data either using X.reshape(-1, 1) if it has a single feature or X.reshape(1, -1) if "
+            "it contains a single sample)"
+            if ndim == 2 and arr.ndim == 1
+            else ""
+        )
         raise InvalidInputError(f"{name}: expected a {ndim}-D array, got shape {arr.shape}{hint}")
     if arr.shape[0] < min_rows:
-        raise InvalidInputError(f"{name}: needs at least {min_rows} rows (items), got {arr.shape[0]}")
+        raise InvalidInputError(
+            f"{name}: {arr.shape[0]} sample(s) (shape={arr.shape}) while a minimum of {min_rows} is required "
+            f"(needs at least {min_rows} rows, one per item)"
+        )
     if ndim >= 2 and arr.shape[1] < min_cols:
-        raise InvalidInputError(f"{name}: needs at least {min_cols} columns (features), got {arr.shape[1]}")
+        raise InvalidInputError(
+            f"{name}: {arr.shape[1]} feature(s) (shape={arr.shape}) while a minimum of {min_cols} is required "
+            f"(needs at least {min_cols} columns)"
+        )
     arr = np.ascontiguousarray(arr, dtype=dtype)
     if not allow_nonfinite:
         bad = ~np.isfinite(arr)

@@ -26,7 +26,9 @@ def test_check_array_names_row_and_column_of_nan_and_inf():
     [
         (np.zeros(5), "2-D"),
         (np.zeros((1, 3)), "at least 2 rows"),
+        (np.zeros((1, 3)), "1 sample"),
         (np.zeros((4, 0)), "at least 1 columns"),
+        (np.zeros((4, 0)), r"0 feature\(s\) \(shape=\(4, 0\)\)"),
         (np.array([["a", "b"], ["c", "d"]]), "numeric"),
         (np.array([[1 + 1j, 2], [3, 4]]), "complex"),
         ([[1, 2], [3]], "cannot be converted|numeric"),
@@ -43,6 +45,14 @@ def test_check_array_returns_contiguous_float64_copy_of_ints_and_jax():
     assert out.dtype == np.float64 and out.flags.c_contiguous
     np.testing.assert_array_equal(out, X)
     np.testing.assert_array_equal(check_array(jax.numpy.ones((3, 2))), np.ones((3, 2)))
+
+
+def test_check_array_object_dtype():
+    X = np.array([[1, 2.5], [3, 4]], dtype=object)
+    np.testing.assert_array_equal(check_array(X), [[1, 2.5], [3, 4]])
+    X[0, 0] = {"a": 1}
+    with pytest.raises(TypeError, match="must be a string or a real number"):
+        check_array(X)
 
 
 def test_check_array_rejects_sparse():

@@ -1,0 +1,358 @@
+"""Iterative constrained clustering (ICC; Akkaya, Wiebe & Mihalcea, EACL 2014, Algorithm 1).
+
+::
+
+    C = cluster(I)                        # unconstrained complete link
+    I_L = labelprototypes(C)              # the member closest to each cluster centre
+    while |I_L| < stop:
+        Con = createconstraints(I_L)      # cannot-links between opposing labels (must-links optional)
+        Dist = learnmetric(I, Con)        # ITML (optional)
+        C = constrainedcluster(Dist, Con) # Klein et al. constrained complete link
+        L = labelmostinformative(C)       # lowest silh_const (or random)
+        I_L = I_L + L
+    propagatelabels(I_L, C)
+
+Deviations, all optional and documented: ``batch_size`` labels per iteration (the seed: 1); features are
+reduced to ``n_components`` dimensions by (truncated) SVD before metric learning (ITML is O(d^2) per
+constraint); at most ``max_constraints`` constraint pairs feed ITML (a fixed random subset; the constrained
+clustering uses them all); the clustering is redone with all labels before the labels are propagated (so the
+last answers count). Ties in silh_const (all 1 while no opposing label has been seen, common with skewed
+labels) go to the instance with the largest own-cluster term ``x`` (farthest from its cluster's labelled
+members, the explorative behaviour the seed describes), then at random.
+
+Example
+-------
+>>> from sklearn.datasets import load_iris
+>>> from jaxclust.icc import ICC
+>>> X, y = load_iris(return_X_y=True)
+>>> icc = ICC(n_clusters=3, budget=12, max_iter=20).fit(X, y)
+>>> icc.labels_.shape
+(150,)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from tqdm import tqdm
+
+from jaxclust.errors import InvalidInputError, NotFittedError
+from jaxclust.icc.agglomerative import (
+    complete_link,
+    constrained_complete_link,
+    cut_by_merge_count,
+    euclidean_distances,
+    klein_active_queries,
+)
+from jaxclust.icc.silhouette import silh_const_scores, silh_const_weights
+
+__all__ = ["ICC", "prototypes", "propagate_labels", "label_constraints"]
+
+_STRATEGIES = ("silh_const", "random", "klein")
+
+
+def prototypes(X: np.ndarray, clusters: np.ndarray) -> np.ndarray:
+    """(k,) index of the member closest (Euclidean) to each cluster's mean, clusters in id order."""
+    out = []
+    for c in np.unique(clusters):
+        mb = np.flatnonzero(clusters == c)
+        ctr = X[mb].mean(axis=0)
+        out.append(int(mb[np.argmin(((X[mb] - ctr) ** 2).sum(axis=1))]))
+    return np.asarray(out, dtype=np.int64)
+
+
+def propagate_labels(
+    clusters: np.ndarray, labeled_idx: np.ndarray, label_codes: np.ndarray, D: np.ndarray
+) -> np.ndarray:
+    """(n,) label codes: own label if labelled, else the cluster's majority label (ties -> smallest code);
+    members of clusters without any labelled instance take the label of their nearest labelled instance under
+    ``D``."""
+    n = clusters.shape[0]
+    idx = np.asarray(labeled_idx, np.int64)
+    codes = np.asarray(label_codes, np.int64)
+    q = int(codes.max()) + 1
+    _, cl = np.unique(clusters, return_inverse=True)
+    H = np.zeros((cl.max() + 1, q), np.int64)
+    np.add.at(H, (cl[idx], codes), 1)
+    out = H.argmax(axis=1)[cl]
+    empty = H.sum(axis=1)[cl] == 0
+    if empty.any():
+        near = idx[np.argmin(D[np.ix_(np.flatnonzero(empty), idx)], axis=1)]
+        lab_of = np.zeros(n, np.int64)
+        lab_of[idx] = codes
+        out[empty] = lab_of[near]
+    out[idx] = codes
+    return out
+
+
+def label_constraints(labeled_idx: np.ndarray, label_codes: np.ndarray, must_link: bool):
+    """Constraints from labels: (E, 2) cannot-link pairs between different labels, and (if ``must_link``) one
+    must-link group per label (the labelled instances sharing it)."""
+    idx = np.asarray(labeled_idx, np.int64)
+    codes = np.asarray(label_codes, np.int64)
+    a, b = np.triu_indices(idx.size, k=1)
+    diff = codes[a] != codes[b]
+    cl = np.stack([idx[a[diff]], idx[b[diff]]], axis=1)
+    ml = np.stack([idx[a[~diff]], idx[b[~diff]]], axis=1)
+    groups = [idx[codes == c] for c in np.unique(codes)] if must_link else []
+    return cl, ml, groups
+
+
+def _reduce(X, n_components, seed):
+    """Dense float64 features, reduced by (truncated) SVD when wider than ``n_components``."""
+    import scipy.sparse as sp
+
+    if sp.issparse(X):
+        from sklearn.decomposition import TruncatedSVD
+
+        k = min(n_components or 100, X.shape[1] - 1, X.shape[0] - 1)
+        return TruncatedSVD(k, random_state=seed).fit_transform(X)
+    from jaxclust.validation import check_array
+
+    X = check_array(X, name="X", min_rows=2)
+    if n_components is not None and X.shape[1] > n_components:
+        Xc = X - X.mean(axis=0)
+        U, s, _ = np.linalg.svd(Xc, full_matrices=False)
+        return U[:, :n_components] * s[:n_components]
+    return X
+
+
+class ICC(BaseEstimator):
+    """Iterative constrained clustering with active label selection, then cluster-and-label propagation.
+
+    Parameters
+    ----------
+    n_clusters : int
+        Clusters of every (constrained) complete-link cut (the seed: 7).
+    strategy : {"silh_const", "random", "klein"}
+        Which instance to ask next: lowest silh_const, uniformly at random, or Klein et al.'s single-pass root
+        queries (then one constrained clustering with all answers).
+    metric_learning : bool
+        Learn an ITML metric from the constraints each iteration (else Euclidean).
+    budget : int or float
+        Total labels to ask (prototypes included); a float in (0, 1] is a fraction of n.
+    batch_size : int
+        Labels asked per iteration (the seed: 1).
+    must_link : bool
+        Also add must-links between equal labels (the seed: cannot-links only).
+    gamma, max_iter : ITML slack and maximum sweeps.
+    n_components : int or None
+        SVD dimension before clustering / metric learning (None: keep X as is; sparse X is always reduced).
+    max_constraints : int
+        Most pairs given to ITML per iteration.
+    checkpoints : sequence of int or None
+        Label counts at which the propagated labels are recorded in ``history_``.
+    random_state : int or None
+    progress : bool
+        Show a tqdm bar over the labels asked.
+
+    Attributes
+    ----------
+    labels_ : (n,) generated labels (original label values).
+    clusters_ : (n,) final cluster ids.
+    queried_ : (Q,) indices asked, in order; ``query_labels_`` their labels.
+    silh_const_ : (n,) final silh_const scores; ``sample_weight_`` : (n,) 1 for asked, ``(s + 1) / 2``
+    otherwise. history_ : dict {labels asked: (n,) generated labels} at each checkpoint reached.
+    history_weights_ : dict {labels asked: (n,) sample weights} at the same checkpoints.
+    n_iter_ : int, clustering iterations run.
+    """
+
+    def __init__(
+        self,
+        n_clusters=7,
+        strategy="silh_const",
+        metric_learning=True,
+        budget=0.25,
+        batch_size=1,
+        must_link=False,
+        gamma=1.0,
+        max_iter=100,
+        n_components=50,
+        max_constraints=2048,
+        checkpoints=None,
+        random_state=None,
+        progress=False,
+    ):
+        self.n_clusters = n_clusters
+        self.strategy = strategy
+        self.metric_learning = metric_learning
+        self.budget = budget
+        self.batch_size = batch_size
+        self.must_link = must_link
+        self.gamma = gamma
+        self.max_iter = max_iter
+        self.n_components = n_components
+        self.max_constraints = max_constraints
+        self.checkpoints = checkpoints
+        self.random_state = random_state
+        self.progress = progress
+
+    # -- pieces ------------------------------------------------------------------------------------------
+    def _distances(self, X, cl, ml, rng):
+        if not self.metric_learning or (len(cl) + len(ml)) == 0:
+            return euclidean_distances(X)
+        from jaxclust.icc.itml import ITML
+
+        pairs = np.vstack([ml, cl]) if len(ml) else cl
+        y = np.concatenate([np.ones(len(ml), np.int64), -np.ones(len(cl), np.int64)])
+        if len(pairs) > self.max_constraints:
+            keep = np.sort(rng.choice(len(pairs), self.max_constraints, replace=False))
+            pairs, y = pairs[keep], y[keep]
+        itml = ITML(gamma=self.gamma, max_iter=self.max_iter, tol=1e-3, padding="pow2").fit(X, pairs, y)
+        return itml.pairwise_distances(X)
+
+    def _cluster(self, X, idx, codes, rng):
+        cl, ml, groups = label_constraints(idx, codes, self.must_link)
+        D = self._distances(X, cl, ml if self.must_link else np.zeros((0, 2), np.int64), rng)
+        clusters, _, _, _ = constrained_complete_link(D, self.n_clusters, groups, cl)
+        return clusters, D
+
+    # -- fit ---------------------------------------------------------------------------------------------
+    def fit(self, X, oracle, y=None):
+        """Run ICC.
+
+        Parameters
+        ----------
+        X : (n, d) array-like or scipy sparse matrix.
+        oracle : (n,) array of gold labels (used as a simulated annotator) or a callable ``f(indices) ->
+        labels``.
+        """
+        from jaxclust.validation import seed_from
+
+        if self.strategy not in _STRATEGIES:
+            raise InvalidInputError(f"strategy: expected one of {_STRATEGIES}, got {self.strategy!r}")
+        k = self.n_clusters
+        if not (isinstance(k, (int, np.integer)) and k >= 2):
+            raise InvalidInputError(f"n_clusters: expected an int >= 2, got {k!r}")
+        if not (isinstance(self.batch_size, (int, np.integer)) and self.batch_size >= 1):
+            raise InvalidInputError(f"batch_size: expected a positive int, got {self.batch_size!r}")
+        seed = seed_from(self.random_state)
+        rng = np.random.default_rng(seed)
+        X = _reduce(X, self.n_components, seed)
+        n = X.shape[0]
+        if k > n:
+            raise InvalidInputError(f"n_clusters: {k} exceeds the number of rows ({n})")
+        budget = self.budget
+        if isinstance(budget, float) and 0 < budget <= 1:
+            budget = int(round(budget * n))
+        if not (isinstance(budget, (int, np.integer)) and k <= budget <= n):
+            raise InvalidInputError(
+                f"budget: expected a fraction in (0, 1] or an int in [{k}, {n}] "
+                f"(at least one label per cluster), got {self.budget!r}"
+            )
+        ask = _make_oracle(oracle, n)
+        values: list = []  # label values seen, code = position
+        code_of: dict = {}
+
+        def query(indices):
+            labs = ask(np.asarray(indices, np.int64))
+            out = []
+            for v in labs:
+                if v not in code_of:
+                    code_of[v] = len(values)
+                    values.append(v)
+                out.append(code_of[v])
+            return out
+
+        checkpoints = sorted(set(int(c) for c in (self.checkpoints or ()) if c <= budget))
+        history: dict[int, np.ndarray] = {}
+        idx: list[int] = []
+        codes: list[int] = []
+
+        history_w: dict[int, np.ndarray] = {}
+
+        def weights(clusters, D):
+            w = silh_const_weights(silh_const_scores(D, clusters, np.asarray(idx), np.asarray(codes)))
+            w[np.asarray(idx)] = 1.0
+            return w
+
+        def record(clusters, D):
+            gen = propagate_labels(clusters, np.asarray(idx), np.asarray(codes), D)
+            due = [c for c in checkpoints if c <= len(idx) and c not in history]
+            if due:
+                w = weights(clusters, D)
+                for c in due:
+                    history[c], history_w[c] = gen, w
+            return gen
+
+        n_iter = 0
+        if self.strategy == "klein":
+            D0 = euclidean_distances(X)
+            qi, ql = klein_active_queries(D0, lambda i: query([i])[0], budget)
+            for c in checkpoints:  # single pass: a smaller budget asks a prefix of the same queries
+                m = min(c, len(qi))
+                idx, codes = list(qi[:m]), list(ql[:m])
+                clusters, D = self._cluster(X, np.asarray(idx), np.asarray(codes), rng)
+                history[c] = propagate_labels(clusters, np.asarray(idx), np.asarray(codes), D)
+                history_w[c] = weights(clusters, D)
+                n_iter += 1
+            idx, codes = list(qi), list(ql)
+            clusters, D = self._cluster(X, np.asarray(idx), np.asarray(codes), rng)
+            n_iter += 1
+            gen = propagate_labels(clusters, np.asarray(idx), np.asarray(codes), D)
+        else:
+            D = euclidean_distances(X)
+            clusters = cut_by_merge_count(complete_link(D), n, k)
+            protos = prototypes(X, clusters)
+            idx, codes = list(protos), query(protos)
+            bar = tqdm(total=budget, initial=len(idx), desc="ICC labels", disable=not self.progress)
+            while True:
+                clusters, D = self._cluster(X, np.asarray(idx), np.asarray(codes), rng)
+                n_iter += 1
+                gen = record(clusters, D)
+                if len(idx) >= budget:
+                    break
+                take = min(self.batch_size, budget - len(idx))
+                unl = np.setdiff1d(np.arange(n), idx)
+                if self.strategy == "random":
+                    new = rng.choice(unl, take, replace=False)
+                else:
+                    s, x, _ = silh_const_scores(D, clusters, np.asarray(idx), np.asarray(codes), True)
+                    # ties (e.g. no opposing label yet: every score is 1) go to the instance farthest from the
+                    # labelled members of its own cluster (the seed's explorative preference), then at random
+                    order = np.lexsort((rng.random(unl.size), -x[unl], s[unl]))
+                    new = unl[order[:take]]
+                idx += [int(i) for i in new]
+                codes += query(new)
+                bar.update(len(new))
+            bar.close()
+        s = silh_const_scores(D, clusters, np.asarray(idx), np.asarray(codes))
+        w = silh_const_weights(s)
+        w[np.asarray(idx)] = 1.0
+        vals = np.asarray(values, dtype=object)
+        conv = lambda c: _as_array(vals[c])
+        self.labels_ = conv(gen)
+        self.clusters_ = np.asarray(clusters, np.int64)
+        self.queried_ = np.asarray(idx, np.int64)
+        self.query_labels_ = conv(np.asarray(codes, np.int64))
+        self.silh_const_ = s
+        self.sample_weight_ = w
+        self.history_ = {c: conv(g) for c, g in sorted(history.items())}
+        self.history_weights_ = dict(sorted(history_w.items()))
+        self.n_iter_ = n_iter
+        return self
+
+    def fit_predict(self, X, oracle, y=None):
+        """``fit`` then return ``labels_``."""
+        return self.fit(X, oracle).labels_
+
+    def _check_fitted(self):
+        if not hasattr(self, "labels_"):
+            raise NotFittedError("ICC: call fit first")
+
+
+def _as_array(v: np.ndarray) -> np.ndarray:
+    """Object array of label values -> a typed NumPy array when the values allow it."""
+    try:
+        return np.asarray(v.tolist())
+    except (ValueError, TypeError):
+        return v
+
+
+def _make_oracle(oracle, n: int):
+    if callable(oracle):
+        return lambda ids: list(oracle(ids))
+    gold = np.asarray(oracle)
+    if gold.ndim != 1 or gold.shape[0] != n:
+        raise InvalidInputError(f"oracle: expected a callable or ({n},) gold labels, got shape {gold.shape}")
+    return lambda ids: gold[ids].tolist()

@@ -1,0 +1,183 @@
+"""ITML: closed-form projection property, agreement with metric-learn given the same bounds, input
+handling."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.spatial.distance import pdist
+
+from jaxclust.errors import InvalidInputError, NotFittedError
+from jaxclust.icc.itml import ITML, default_bounds, itml_init, itml_sweep
+
+
+def _patch_metric_learn():
+    """metric-learn 0.7.0 passes ``force_all_finite``, which scikit-learn 1.9 renamed
+    ``ensure_all_finite``."""
+    import metric_learn._util as mu
+
+    if getattr(mu, "_jaxclust_patched", False):
+        return
+
+    def rename(fn):
+        def wrapped(*a, **k):
+            if "force_all_finite" in k:
+                k["ensure_all_finite"] = k.pop("force_all_finite")
+            return fn(*a, **k)
+
+        return wrapped
+
+    mu.check_array = rename(mu.check_array)
+    mu.check_X_y = rename(mu.check_X_y)
+    mu._jaxclust_patched = True
+
+
+def _problem(seed=0, n=60, d=4, m=40):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    lab = rng.integers(0, 3, n)
+    P = rng.integers(0, n, size=(m, 2))
+    P = P[P[:, 0] != P[:, 1]]
+    y = np.where(lab[P[:, 0]] == lab[P[:, 1]], 1, -1)
+    return X, P, y
+
+
+@pytest.mark.parametrize("delta,p_scale", [(1.0, 3.0), (-1.0, 0.2)])
+@pytest.mark.parametrize("gamma", [1.0, 4.0, np.inf])
+def test_single_projection_meets_constraint_with_slack(delta, p_scale, gamma):
+    # one violated constraint: after its projection v^T A' v equals the updated slack target xi' (closed form)
+    rng = np.random.default_rng(1)
+    d = 3
+    B = rng.normal(size=(d, d))
+    A0 = B @ B.T + d * np.eye(d)
+    v = rng.normal(size=d)
+    p0 = float(v @ A0 @ v)
+    xi0 = p0 / p_scale  # similar: p > xi (violated); dissimilar: p < xi (violated)
+    with jax.enable_x64(True):
+        st = itml_init(jnp.asarray(A0), jnp.asarray([xi0]))
+        st = itml_sweep(
+            st, jnp.asarray(v[None]), jnp.asarray([delta]), jnp.asarray([True]), jnp.asarray(gamma)
+        )
+        A1, xi1, lam1 = np.asarray(st.A), float(st.xi[0]), float(st.lam[0])
+    p1 = float(v @ A1 @ v)
+    gp = 1.0 if np.isinf(gamma) else gamma / (gamma + 1)
+    alpha = delta * gp * (1 / p0 - 1 / xi0)  # lambda = 0 and alpha < 0 for a violated constraint
+    assert alpha < 0
+    np.testing.assert_allclose(lam1, -alpha, rtol=1e-12)
+    np.testing.assert_allclose(1 / p1, 1 / p0 - delta * alpha, rtol=1e-10)
+    expected_xi = xi0 if np.isinf(gamma) else 1 / (1 / xi0 + delta * alpha / gamma)
+    np.testing.assert_allclose(xi1, expected_xi, rtol=1e-10)
+    np.testing.assert_allclose(p1, xi1, rtol=1e-10)  # the constraint holds with its slack, with equality
+    assert np.linalg.eigvalsh(A1).min() > 0
+
+
+def test_satisfied_constraint_is_left_alone():
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 3.0]])
+    # similar pair at squared distance 1 <= u = 2, dissimilar at 9 >= l = 4: nothing to do
+    itml = ITML(bounds=(2.0, 4.0)).fit(X, [[0, 1], [0, 2]], [1, -1])
+    np.testing.assert_allclose(itml.get_mahalanobis_matrix(), np.eye(2), atol=0)
+    assert itml.n_iter_ == 1
+
+
+@pytest.mark.parametrize("gamma", [1.0, 10.0])
+def test_matches_metric_learn_given_bounds(gamma):
+    _patch_metric_learn()
+    from metric_learn import ITML as RefITML
+
+    X, P, y = _problem()
+    bounds = np.array([2.0, 12.0])
+    ours = ITML(gamma=gamma, bounds=tuple(bounds), tol=1e-3, max_iter=1000).fit(X, P, y)
+    ref = RefITML(gamma=gamma, prior="identity", tol=1e-3, max_iter=1000).fit(X[P], y, bounds=bounds.copy())
+    A_ref = ref.get_mahalanobis_matrix()
+    np.testing.assert_allclose(ours.get_mahalanobis_matrix(), A_ref, rtol=1e-9, atol=1e-11)
+    assert ours.n_iter_ == ref.n_iter_ + 1  # metric-learn reports the 0-based index of its last sweep
+
+
+def test_default_bounds_are_squared_distance_percentiles():
+    X, _, _ = _problem(n=40)
+    upper, lower = default_bounds(X, np.eye(X.shape[1]))
+    np.testing.assert_allclose((upper, lower), np.percentile(pdist(X, "sqeuclidean"), (5, 95)), rtol=1e-10)
+    W = np.diag([1.0, 2.0, 3.0, 4.0])
+    u2, l2 = default_bounds(X, W)
+    np.testing.assert_allclose(
+        (u2, l2), np.percentile(pdist(X * np.sqrt(np.diag(W)), "sqeuclidean"), (5, 95)), rtol=1e-10
+    )
+
+
+def test_identical_point_pairs_are_dropped():
+    X, P, y = _problem()
+    X2 = np.vstack([X, X[:1]])  # row 60 duplicates row 0
+    P2 = np.vstack([P, [[0, 60]]])
+    y2 = np.concatenate([y, [-1]])
+    a = ITML(bounds=(2.0, 12.0)).fit(X, P, y)
+    b = ITML(bounds=(2.0, 12.0)).fit(X2, P2, y2)
+    assert b.n_pairs_used_ == len(P)
+    np.testing.assert_allclose(a.get_mahalanobis_matrix(), b.get_mahalanobis_matrix(), rtol=1e-12)
+
+
+def test_hard_constraints_hold_after_convergence():
+    # disjoint pairs with independent differences: the hard problem is feasible
+    X, _, _ = _problem(seed=3)
+    P = np.array([[0, 1], [2, 3], [4, 5], [6, 7]])
+    y = np.array([1, -1, 1, -1])
+    itml = ITML(gamma=np.inf, bounds=(1.0, 10.0), tol=1e-9, max_iter=5000).fit(X, P, y)
+    A = itml.get_mahalanobis_matrix()
+    V = X[P[:, 0]] - X[P[:, 1]]
+    d2 = np.einsum("ij,jk,ik->i", V, A, V)
+    assert np.all(d2[y == 1] <= 1.0 * (1 + 1e-6))
+    assert np.all(d2[y == -1] >= 10.0 * (1 - 1e-6))
+
+
+def test_transform_and_distances_agree_with_matrix():
+    X, P, y = _problem()
+    itml = ITML(bounds=(2.0, 12.0)).fit(X, P, y)
+    A = itml.get_mahalanobis_matrix()
+    T = itml.transform(X)
+    i, j = 3, 17
+    v = X[i] - X[j]
+    np.testing.assert_allclose(np.sum((T[i] - T[j]) ** 2), v @ A @ v, rtol=1e-10)
+    np.testing.assert_allclose(itml.pairwise_distances(X)[i, j], np.sqrt(v @ A @ v), rtol=1e-8)
+
+
+def test_constraints_object_equals_pairs():
+    from jaxclust.constraints import Constraints
+
+    X, _, _ = _problem()
+    c = Constraints(60, must_link=[(0, 1), (2, 3)], cannot_link=[(0, 5), (4, 7)])
+    a = ITML(bounds=(2.0, 12.0)).fit(X, c)
+    b = ITML(bounds=(2.0, 12.0)).fit(X, [[0, 1], [2, 3], [0, 5], [4, 7]], [1, 1, -1, -1])
+    np.testing.assert_allclose(a.get_mahalanobis_matrix(), b.get_mahalanobis_matrix(), rtol=1e-12)
+
+
+def test_bad_input_names_culprit():
+    X, P, y = _problem()
+    with pytest.raises(InvalidInputError, match="y: entry 2"):
+        ITML().fit(X, P[:3], [1, -1, 0])
+    with pytest.raises(InvalidInputError, match="pairs: pair 1"):
+        ITML().fit(X, [[0, 1], [0, 99]], [1, 1])
+    with pytest.raises(InvalidInputError, match="prior"):
+        ITML(prior="nope").fit(X, P, y)
+    with pytest.raises(InvalidInputError, match="gamma"):
+        ITML(gamma=-1.0).fit(X, P, y)
+    with pytest.raises(NotFittedError):
+        ITML().transform(X)
+
+
+def test_covariance_prior_is_inverse_covariance():
+    X, _, _ = _problem()
+    # one similar pair already inside its bound: nothing moves, A = A0
+    itml = ITML(prior="covariance", bounds=(1e6, 1e7)).fit(X, [[0, 1]], [1])
+    A0 = np.linalg.inv(np.cov(X, rowvar=False))
+    np.testing.assert_allclose(itml.get_mahalanobis_matrix(), A0, rtol=1e-8)
+
+
+def test_padding_schemes_give_the_same_metric():
+    # 37 pairs: "fine" pads to 40, "pow2" to 64; padded constraints must be inert
+    X, P, y = _problem(m=40)
+    P, y = P[:37], y[:37]
+    a = ITML(bounds=(2.0, 12.0), padding="fine").fit(X, P, y)
+    b = ITML(bounds=(2.0, 12.0), padding="pow2").fit(X, P, y)
+    np.testing.assert_allclose(a.get_mahalanobis_matrix(), b.get_mahalanobis_matrix(), rtol=1e-12)
+    assert a.n_iter_ == b.n_iter_
