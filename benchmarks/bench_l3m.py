@@ -1,0 +1,162 @@
+"""L3M benchmark: training throughput (items/s) of the jitted optax step vs a NumPy per-item SGD of the same
+loss, in
+the same run, and inference time per document against document length.
+
+Usage::
+
+    python benchmarks/bench_l3m.py            # full sizes
+    python benchmarks/bench_l3m.py --quick    # small sizes
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxclust.l3m import Document, LinearScorer, pad_batch
+from jaxclust.l3m.infer import predict_batch
+from jaxclust.l3m.train import online_epoch, train_step
+
+
+def synthetic_docs(n_docs, m, n_ante, n_feat, seed=0):
+    rng = np.random.default_rng(seed)
+    docs = []
+    for _ in range(n_docs):
+        feats = (rng.random((m, n_ante, n_feat)) < 0.1).astype(np.uint8)  # sparse binary, like coref features
+        docs.append(Document(feats, rng.integers(0, m // 4, size=m)))
+    return docs
+
+
+def numpy_item_sgd(docs, w, dummy, lr, l2, gamma):
+    """Straightforward per-item SGD: closed-form gradient sum_j p phi - sum_{j in G} q phi, one update per
+    item.
+
+    ``docs``: list of (features float32 (m, A, F), gold (m, A), new (m,)) prepared outside the timed region.
+    """
+    w = w.copy()
+    for feats, gold, new in docs:
+        for i in range(feats.shape[0]):
+            k = min(i, feats.shape[1])
+            phi = feats[i, :k]
+            logits = np.concatenate([[dummy], phi @ w]) / gamma
+            g = np.concatenate([[new[i]], gold[i, :k]])
+            p = np.exp(logits - logits.max())
+            p /= p.sum()
+            q = np.where(g, np.exp(logits - logits[g].max()), 0.0)
+            q /= q.sum()
+            grad = (p[1:] - q[1:]) @ phi
+            w -= lr * (l2 * w + grad)
+            dummy -= lr * (p[0] - q[0])
+    return w, dummy
+
+
+def _time_once(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def timeit(fn, repeat):
+    fn()  # warm-up / compile
+    best = np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=None, help="write the figures as JSON here")
+    args = ap.parse_args(argv)
+    n_docs, m, n_ante, n_feat = (8, 64, 32, 32) if args.quick else (16, 256, 128, 128)
+    docs = synthetic_docs(n_docs, m, n_ante, n_feat)
+    n_items = n_docs * m
+    batch = jax.device_put(pad_batch(docs, n_docs=n_docs))
+    gamma, l2, wt = jnp.float32(0.5), jnp.float32(1e-4), jnp.float32(0.0)
+    opt = optax.sgd(0.01)
+    scorer = LinearScorer(n_feat)
+    state = opt.init(scorer)
+    res = {
+        "device": str(jax.devices()[0]),
+        "platform": platform.platform(),
+        "sizes": dict(n_docs=n_docs, items_per_doc=m, antecedents=n_ante, features=n_feat),
+    }
+
+    def batch_step():
+        jax.block_until_ready(train_step(scorer, state, batch, gamma, l2, wt, opt.update))
+
+    def chunked_step():
+        jax.block_until_ready(train_step(scorer, state, batch, gamma, l2, wt, opt.update, chunk=8))
+
+    def item_epoch():
+        jax.block_until_ready(online_epoch(scorer, state, batch, gamma, l2, wt, opt.update))
+
+    t_batch = timeit(batch_step, 5)
+    t_chunk = timeit(chunked_step, 5)
+    t_item = timeit(item_epoch, 3)
+    n_np = max(1, n_docs // 8)
+    np_docs = [(d.features.astype(np.float32), *d.gold_links()) for d in docs[:n_np]]
+    t_np = min(
+        _time_once(lambda: numpy_item_sgd(np_docs, np.zeros(n_feat, np.float32), 0.0, 0.01, 1e-4, 0.5))
+        for _ in range(3)
+    ) / (n_np * m)  # seconds per item, best of 3
+    res["train_items_per_s"] = {
+        "jax_batch_step": n_items / t_batch,
+        "jax_batch_step_chunk8": n_items / t_chunk,
+        "jax_per_item_scan": n_items / t_item,
+        "numpy_per_item_sgd": 1.0 / t_np,
+    }
+    # contention-robust ratio: alternate the two sides in rounds and take the median of per-round ratios
+    ratios = []
+    for _ in range(7):
+        tj = min(_time_once(chunked_step) for _ in range(2)) / n_items
+        tn = (
+            _time_once(
+                lambda: numpy_item_sgd(np_docs[:1], np.zeros(n_feat, np.float32), 0.0, 0.01, 1e-4, 0.5)
+            )
+            / m
+        )
+        ratios.append(tn / tj)
+    res["train_ratio_chunk8_vs_numpy_interleaved"] = {
+        "median": float(np.median(ratios)),
+        "min": float(np.min(ratios)),
+        "max": float(np.max(ratios)),
+    }
+    res["train_ratio_batch_vs_numpy"] = res["train_items_per_s"]["jax_batch_step"] * t_np
+    res["train_ratio_batch_chunk8_vs_numpy"] = res["train_items_per_s"]["jax_batch_step_chunk8"] * t_np
+    res["train_ratio_item_scan_vs_numpy"] = res["train_items_per_s"]["jax_per_item_scan"] * t_np
+    # inference per document vs length (full antecedent set, A = m - 1)
+    res["inference_ms_per_doc"] = {}
+    lengths = (32, 64, 128) if args.quick else (32, 64, 128, 256, 512)
+    w = LinearScorer(16, np.random.default_rng(1).normal(size=16), 0.0)
+    for length in lengths:
+        d = synthetic_docs(1, length, length - 1, 16, seed=length)[0]
+        b = jax.device_put(pad_batch([d]))
+        g, t = jnp.float32(0.5), jnp.float32(0.5)
+        row = {}
+        for name, best in (("greedy", False), ("best_left_link", True)):
+
+            def run(b=b, g=g, t=t, best=best):
+                return jax.block_until_ready(predict_batch(w, b, g, t, wt, best))
+
+            row[name] = 1e3 * timeit(run, 5)
+        res["inference_ms_per_doc"][length] = row
+    print(json.dumps(res, indent=1))
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(res, fh, indent=1)
+    return res
+
+
+if __name__ == "__main__":
+    main()
