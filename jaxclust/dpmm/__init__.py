@@ -1,0 +1,48 @@
+"""Constrained Dirichlet process mixture: collapsed Gibbs in pure JAX, many chains (Vlachos et al. 2010, §2).
+
+Estimator::
+
+    from jaxclust import DPMM, Constraints
+    model = DPMM(alpha_prior=(1.0, 1.0)).fit(X, Constraints(len(X), must_link=[(0, 1)], cannot_link=[(0, 2)]))
+    model.labels_, model.coclustering_, model.diagnostics_["log_joint"]["r_hat"]
+
+Functional API: :func:`sample` (validation + chains), or the pieces: :func:`prepare` (host packing),
+:func:`init`, :func:`sweep` / :func:`build_kernel` (one jittable Gibbs sweep), :func:`run_chains`.
+"""
+
+from jaxclust.dpmm.alpha import escobar_west
+from jaxclust.dpmm.chains import ChainResult, repair_labels, run_chains
+from jaxclust.dpmm.families import DirichletMultinomial, NormalGamma, NormalInverseWishart, default_prior
+from jaxclust.dpmm.gibbs import GibbsState, GroupData, build_kernel, init, log_joint, prepare, sweep
+from jaxclust.dpmm.model import DPMM, as_constraints, coclustering, sample
+
+__all__ = [
+    "DPMM",
+    "sample",
+    "coclustering",
+    "as_constraints",
+    "NormalGamma",
+    "NormalInverseWishart",
+    "DirichletMultinomial",
+    "default_prior",
+    "GibbsState",
+    "GroupData",
+    "prepare",
+    "init",
+    "sweep",
+    "build_kernel",
+    "log_joint",
+    "run_chains",
+    "ChainResult",
+    "repair_labels",
+    "escobar_west",
+    "DPMMKernel",
+]
+
+
+def __getattr__(name):
+    if name == "DPMMKernel":  # numpyro adapter, imported on demand
+        from jaxclust.dpmm.numpyro_kernel import DPMMKernel
+
+        return DPMMKernel
+    raise AttributeError(f"module 'jaxclust.dpmm' has no attribute {name!r}")

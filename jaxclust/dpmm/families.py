@@ -1,0 +1,522 @@
+"""Conjugate component families for the collapsed DPMM sampler.
+
+Each family is an equinox Module holding its prior (array leaves, so new hyperparameter values do not
+re-compile)
+and implements the same small protocol used by :mod:`jaxclust.dpmm.gibbs`:
+
+* ``group_stats(X, group_of, n_rows)`` (host, NumPy): sufficient statistics of each must-link group, padded to
+  ``n_rows`` rows of size 0. Gaussian families keep *centred* statistics (group mean and scatter about it), so
+  nothing cancels in float32.
+* ``prior_slot()``: the per-slot posterior parameters of an empty component (the prior itself).
+* ``add(slot, gs)`` / ``remove(slot, gs)``: posterior parameters of one slot after adding / removing a group.
+* ``log_pred(slots, gs, counts=None, table=None)`` -> (K,): ``ln p(X_G | X_k)`` for every slot at once,
+computed
+  as the ratio of marginal likelihoods (never a product of one-point predictives against the same statistics).
+  ``count_table(n_max, D)`` precomputes the terms that depend only on item counts (lgamma, log kappa), so a
+  step
+  evaluates no lgamma at all.
+* ``slots_from_groups(z, onehot, gs)``: all slots' posterior parameters recomputed from an assignment
+(two-pass,
+  centred; used once per sweep to wipe out drift from the incremental add/remove).
+* ``log_marginal(slots)`` -> (K,): ``ln p(X_k)`` of each slot's data (0 for an empty slot).
+
+Slots store *posterior parameters* (kappa_n, m_n, ...) plus a cached scalar, so a Gibbs step costs one
+``(K, D)`` pass of logarithms and touches only the two slots that change.
+
+References: ALGORITHMS.md section 1 (a)-(d); Murphy (2007), *Conjugate Bayesian analysis of the Gaussian
+distribution*.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import gammaln, multigammaln
+
+from jaxclust.errors import InvalidInputError
+
+__all__ = ["NormalGamma", "NormalInverseWishart", "DirichletMultinomial", "default_prior"]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+_LOG_PI = math.log(math.pi)
+
+
+def _group_index(group_of: np.ndarray, n_rows: int) -> np.ndarray:
+    """One-hot (n_items, n_rows) float64 membership matrix of items in groups."""
+    onehot = np.zeros((len(group_of), n_rows))
+    onehot[np.arange(len(group_of)), group_of] = 1.0
+    return onehot
+
+
+def _centred_group_moments(X: np.ndarray, group_of: np.ndarray, n_rows: int):
+    """Per-group size, mean and deviations of each item from its group mean (float64, host)."""
+    onehot = _group_index(group_of, n_rows)
+    size = onehot.sum(0)
+    mean = (onehot.T @ X) / np.maximum(size, 1.0)[:, None]
+    dev = X - mean[group_of]
+    return onehot, size, mean, dev
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Normal-Gamma (diagonal Gaussian)
+# ------------------------------------------------------------------------------------------------------------
+class NGStats(NamedTuple):
+    """Group statistics: ``size`` (), ``mean`` (D,), ``m2`` (D,) = sum of squared deviations from the mean."""
+
+    size: jax.Array
+    mean: jax.Array
+    m2: jax.Array
+
+
+class NGSlot(NamedTuple):
+    """Posterior parameters of a slot: ``kappa`` (), ``shape`` (), ``mean`` (D,), ``rate`` (D,), ``cache``
+    ()."""
+
+    kappa: jax.Array
+    shape: jax.Array
+    mean: jax.Array
+    rate: jax.Array
+    cache: jax.Array  # shape * sum(log rate) + D/2 * log(kappa)
+
+
+class NormalGamma(eqx.Module):
+    """Diagonal Gaussian components with a Normal-Gamma prior per dimension.
+
+    Per dimension d, the precision is ``lambda_d ~ Gamma(shape, rate_d)`` (shape-rate) and the mean is
+    ``mu_d | lambda_d ~ N(mean_d, 1 / (kappa * lambda_d))``. The posterior predictive of one point is a
+    product of
+    Student-t densities with ``2 shape_n`` degrees of freedom, location ``mean_n`` and squared scale
+    ``rate_n (kappa_n + 1) / (shape_n kappa_n)``.
+
+    Parameters
+    ----------
+    mean : float or array, shape (D,)
+        Prior mean of the component means.
+    kappa : float
+        Prior pseudo-count of the mean (scalar).
+    shape : float
+        Gamma shape of the precisions (scalar).
+    rate : float or array, shape (D,)
+        Gamma rate of the precisions; scalars broadcast over dimensions.
+
+    Notes
+    -----
+    The default used by :class:`jaxclust.DPMM` when ``prior=None`` is :meth:`from_data`.
+    """
+
+    mean: jax.Array
+    kappa: jax.Array
+    shape: jax.Array
+    rate: jax.Array
+
+    def __init__(self, mean=0.0, kappa=1.0, shape=1.0, rate=1.0):
+        # host float64 until the sampler casts (a prior mean far from 0 must survive the shift exactly)
+        self.mean = np.asarray(mean, dtype=np.float64)
+        self.kappa = np.asarray(kappa, dtype=np.float64)
+        self.shape = np.asarray(shape, dtype=np.float64)
+        self.rate = np.asarray(rate, dtype=np.float64)
+
+    centred = True  # the sampler may shift data and prior mean together
+
+    @classmethod
+    def from_data(cls, X, kappa: float = 0.05, shape: float = 2.0, scale: float = 0.5) -> NormalGamma:
+        """Data-driven default: ``mean`` = column means, ``kappa = 0.05``, ``shape = 2`` and
+        ``rate_d = scale * (shape - 1) * var_d`` with ``scale = 0.5``.
+
+        So a component's expected variance per dimension, ``rate / (shape - 1)``, is half the data's variance,
+        and its mean is a priori spread over about ``sqrt(scale / kappa) ~ 3.2`` data standard deviations.
+        Constant columns get a tiny positive variance.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        var = X.var(axis=0)
+        floor = 1e-6 * max(float(var.max()), 1e-12)
+        var = np.maximum(var, floor)
+        return cls(mean=X.mean(axis=0), kappa=kappa, shape=shape, rate=scale * (shape - 1.0) * var)
+
+    # -- host-side helpers --------------------------------------------------------------------------------
+    def check(self, X: np.ndarray) -> NormalGamma:
+        """Validate against data ``X`` (n, D) and return the prior broadcast to D dimensions (float64)."""
+        D = X.shape[1]
+        for name in ("mean", "rate"):
+            if np.shape(getattr(self, name)) not in ((), (D,)):
+                raise InvalidInputError(
+                    f"prior.{name}: expected a scalar or shape ({D},), got {np.shape(getattr(self, name))}"
+                )
+        mean = np.broadcast_to(np.asarray(self.mean, np.float64), (D,))
+        rate = np.broadcast_to(np.asarray(self.rate, np.float64), (D,))
+        for name in ("kappa", "shape"):
+            v = np.asarray(getattr(self, name))
+            if v.ndim != 0 or not np.isfinite(v) or v <= 0:
+                raise InvalidInputError(f"prior.{name}: must be a positive finite scalar, got {v}")
+        if not (np.all(np.isfinite(rate)) and np.all(rate > 0)):
+            raise InvalidInputError("prior.rate: must be positive and finite")
+        if not np.all(np.isfinite(mean)):
+            raise InvalidInputError("prior.mean: must be finite")
+        return NormalGamma(mean=np.array(mean), kappa=self.kappa, shape=self.shape, rate=np.array(rate))
+
+    def shifted(self, shift: np.ndarray) -> NormalGamma:
+        """The same prior for data translated by ``-shift`` (the model's law is unchanged)."""
+        return NormalGamma(np.asarray(self.mean) - shift, self.kappa, self.shape, self.rate)
+
+    def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> NGStats:
+        onehot, size, mean, dev = _centred_group_moments(X, group_of, n_rows)
+        return NGStats(size, mean, onehot.T @ dev**2)
+
+    def astype(self, dtype) -> NormalGamma:
+        return jax.tree.map(lambda a: jnp.asarray(a, dtype), self)
+
+    # -- traced algebra -----------------------------------------------------------------------------------
+    def _cached(self, kappa, shape, mean, rate) -> NGSlot:
+        D = rate.shape[-1]
+        cache = shape * jnp.sum(jnp.log(rate), -1) + 0.5 * D * jnp.log(kappa)
+        return NGSlot(kappa, shape, mean, rate, cache)
+
+    def prior_slot(self) -> NGSlot:
+        return self._cached(self.kappa, self.shape, self.mean, self.rate)
+
+    def add(self, slot: NGSlot, gs: NGStats) -> NGSlot:
+        kappa = slot.kappa + gs.size
+        mean = (slot.kappa * slot.mean + gs.size * gs.mean) / kappa
+        rate = slot.rate + 0.5 * gs.m2 + 0.5 * slot.kappa * gs.size / kappa * (gs.mean - slot.mean) ** 2
+        return self._cached(kappa, slot.shape + 0.5 * gs.size, mean, rate)
+
+    def remove(self, slot: NGSlot, gs: NGStats) -> NGSlot:
+        kappa = slot.kappa - gs.size
+        safe = jnp.where(kappa > 0, kappa, 1.0)
+        mean = (slot.kappa * slot.mean - gs.size * gs.mean) / safe
+        rate = slot.rate - 0.5 * gs.m2 - 0.5 * kappa * gs.size / slot.kappa * (gs.mean - mean) ** 2
+        rate = jnp.maximum(rate, 1e-6 * self.rate)  # guard round-off; refreshed exactly every sweep
+        return self._cached(safe, slot.shape - 0.5 * gs.size, mean, rate)
+
+    def count_table(self, n_max: int, D: int) -> jax.Array:
+        """(2, n_max + 1): ``D lgamma(shape + c/2)`` and ``D/2 log(kappa + c)`` for item counts c =
+        0..n_max, so
+        a Gibbs step reads these from memory instead of evaluating K lgammas."""
+        c = jnp.arange(n_max + 1, dtype=jnp.result_type(self.kappa))
+        return jnp.stack([D * gammaln(self.shape + 0.5 * c), 0.5 * D * jnp.log(self.kappa + c)])
+
+    def log_pred(self, slots: NGSlot, gs: NGStats, counts=None, table=None) -> jax.Array:
+        """(K,) ``ln p(X_G | X_k)``; ``counts`` (K,) and ``table`` (from :meth:`count_table`) are a fast
+        path."""
+        D = slots.rate.shape[-1]
+        kappa = slots.kappa + gs.size
+        shape = slots.shape + 0.5 * gs.size
+        coef = 0.5 * slots.kappa * gs.size / kappa
+        rate = slots.rate + 0.5 * gs.m2 + coef[:, None] * (gs.mean - slots.mean) ** 2
+        if table is None:
+            norm = D * (gammaln(shape) - gammaln(slots.shape)) - 0.5 * D * jnp.log(kappa)
+        else:
+            old = counts.astype(jnp.int32)
+            new = old + gs.size.astype(jnp.int32)
+            norm = table[0, new] - table[0, old] - table[1, new]
+        return slots.cache + norm - shape * jnp.sum(jnp.log(rate), -1) - 0.5 * D * gs.size * _LOG_2PI
+
+    def slots_from_groups(self, z: jax.Array, onehot: jax.Array, gs: NGStats) -> NGSlot:
+        w = onehot * gs.size[:, None]  # (rows, K): items of each group in each slot
+        n = w.sum(0)
+        xbar = (w.T @ gs.mean) / jnp.maximum(n, 1.0)[:, None]
+        # scatter about the slot mean = within-group scatter + between-group part (two-pass, centred)
+        dev2 = gs.size[:, None] * (gs.mean - xbar[z]) ** 2
+        m2 = onehot.T @ (gs.m2 + dev2)
+        K = n.shape[0]
+        prior = jax.tree.map(lambda a: jnp.broadcast_to(a, (K,) + a.shape), self.prior_slot())
+        return jax.vmap(self.add)(prior, NGStats(n, xbar, m2))
+
+    def log_marginal(self, slots: NGSlot) -> jax.Array:
+        D = slots.rate.shape[-1]
+        n = slots.kappa - self.kappa
+        return (
+            D * (gammaln(slots.shape) - gammaln(self.shape))
+            + self.shape * jnp.sum(jnp.log(self.rate))
+            - slots.shape * jnp.sum(jnp.log(slots.rate), -1)
+            + 0.5 * D * jnp.log(self.kappa / slots.kappa)
+            - 0.5 * n * D * _LOG_2PI
+        )
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Normal-Inverse-Wishart (full covariance)
+# ------------------------------------------------------------------------------------------------------------
+class NIWStats(NamedTuple):
+    """Group statistics: ``size`` (), ``mean`` (D,), ``scatter`` (D, D) about the group mean."""
+
+    size: jax.Array
+    mean: jax.Array
+    scatter: jax.Array
+
+
+class NIWSlot(NamedTuple):
+    """Posterior parameters: ``kappa`` (), ``dof`` (), ``mean`` (D,), ``scale`` (D, D), ``cache`` ()."""
+
+    kappa: jax.Array
+    dof: jax.Array
+    mean: jax.Array
+    scale: jax.Array
+    cache: jax.Array  # dof/2 * logdet(scale) + D/2 * log(kappa)
+
+
+def _logdet_pd(a: jax.Array) -> jax.Array:
+    chol = jnp.linalg.cholesky(a)
+    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), -1)
+
+
+class NormalInverseWishart(eqx.Module):
+    """Full-covariance Gaussian components: ``Sigma ~ IW(dof, scale)``, ``mu | Sigma ~ N(mean, Sigma /
+    kappa)``.
+
+    The predictive of one point is a multivariate t with ``dof_n - D + 1`` degrees of freedom, location
+    ``mean_n``
+    and shape ``scale_n (kappa_n + 1) / (kappa_n (dof_n - D + 1))``. Group predictives use a Cholesky
+    log-determinant of the updated scale for every slot (O(K D^3) per step: meant for small D).
+
+    Parameters
+    ----------
+    mean : float or array, shape (D,)
+    kappa : float
+    dof : float
+        Must exceed ``D - 1``.
+    scale : float or array, shape (D,) or (D, D)
+        A scalar or vector is taken as a diagonal matrix.
+    """
+
+    mean: jax.Array
+    kappa: jax.Array
+    dof: jax.Array
+    scale: jax.Array
+
+    def __init__(self, mean=0.0, kappa=1.0, dof=None, scale=1.0):
+        self.mean = np.asarray(mean, dtype=np.float64)
+        self.kappa = np.asarray(kappa, dtype=np.float64)
+        self.dof = np.asarray(np.nan if dof is None else dof, dtype=np.float64)  # None -> D + 2 in check()
+        self.scale = np.asarray(scale, dtype=np.float64)
+
+    centred = True
+
+    @classmethod
+    def from_data(cls, X, kappa: float = 0.05, scale: float = 0.5) -> NormalInverseWishart:
+        """Data-driven prior: mean = column means, ``kappa = 0.05``, ``dof = D + 2`` and
+        ``scale = 0.5 * diag(var)`` (so E[Sigma] = scale / (dof - D - 1) is half the data's variance)."""
+        X = np.asarray(X, dtype=np.float64)
+        var = X.var(axis=0)
+        var = np.maximum(var, 1e-6 * max(float(var.max()), 1e-12))
+        return cls(mean=X.mean(0), kappa=kappa, dof=X.shape[1] + 2.0, scale=np.diag(scale * var))
+
+    def check(self, X: np.ndarray) -> NormalInverseWishart:
+        D = X.shape[1]
+        if np.shape(self.mean) not in ((), (D,)):
+            raise InvalidInputError(
+                f"prior.mean: expected a scalar or shape ({D},), got {np.shape(self.mean)}"
+            )
+        mean = np.broadcast_to(np.asarray(self.mean, np.float64), (D,))
+        s = np.asarray(self.scale, np.float64)
+        if s.ndim == 0 or s.shape == (D,):
+            s = np.diag(np.broadcast_to(s, (D,)))
+        if s.shape != (D, D):
+            raise InvalidInputError(f"prior.scale: expected a scalar, ({D},) or ({D}, {D}), got {s.shape}")
+        if not np.allclose(s, s.T) or np.any(np.linalg.eigvalsh(s) <= 0):
+            raise InvalidInputError("prior.scale: must be symmetric positive definite")
+        dof = float(self.dof)
+        dof = D + 2.0 if np.isnan(dof) else dof
+        if dof <= D - 1:
+            raise InvalidInputError(f"prior.dof: must exceed D - 1 = {D - 1}, got {dof}")
+        if float(self.kappa) <= 0:
+            raise InvalidInputError(f"prior.kappa: must be positive, got {float(self.kappa)}")
+        return NormalInverseWishart(np.array(mean), self.kappa, dof, s)
+
+    def shifted(self, shift: np.ndarray) -> NormalInverseWishart:
+        return NormalInverseWishart(np.asarray(self.mean) - shift, self.kappa, self.dof, self.scale)
+
+    def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> NIWStats:
+        onehot, size, mean, dev = _centred_group_moments(X, group_of, n_rows)
+        scatter = np.einsum("ng,nd,ne->gde", onehot, dev, dev)
+        return NIWStats(size, mean, scatter)
+
+    def astype(self, dtype) -> NormalInverseWishart:
+        return jax.tree.map(lambda a: jnp.asarray(a, dtype), self)
+
+    def _cached(self, kappa, dof, mean, scale) -> NIWSlot:
+        D = scale.shape[-1]
+        cache = 0.5 * dof * _logdet_pd(scale) + 0.5 * D * jnp.log(kappa)
+        return NIWSlot(kappa, dof, mean, scale, cache)
+
+    def prior_slot(self) -> NIWSlot:
+        return self._cached(self.kappa, self.dof, self.mean, self.scale)
+
+    def add(self, slot: NIWSlot, gs: NIWStats) -> NIWSlot:
+        kappa = slot.kappa + gs.size
+        mean = (slot.kappa * slot.mean + gs.size * gs.mean) / kappa
+        d = gs.mean - slot.mean
+        scale = slot.scale + gs.scatter + (slot.kappa * gs.size / kappa) * jnp.outer(d, d)
+        return self._cached(kappa, slot.dof + gs.size, mean, scale)
+
+    def remove(self, slot: NIWSlot, gs: NIWStats) -> NIWSlot:
+        kappa = slot.kappa - gs.size
+        safe = jnp.where(kappa > 0, kappa, 1.0)
+        mean = (slot.kappa * slot.mean - gs.size * gs.mean) / safe
+        d = gs.mean - mean
+        scale = slot.scale - gs.scatter - (kappa * gs.size / slot.kappa) * jnp.outer(d, d)
+        scale = jnp.where(kappa > 0, scale, self.scale)
+        return self._cached(safe, slot.dof - gs.size, mean, scale)
+
+    def count_table(self, n_max: int, D: int) -> jax.Array:
+        """(2, n_max + 1): ``lmvgamma_D((dof + c)/2)`` and ``D/2 log(kappa + c)`` for counts c = 0..n_max."""
+        c = jnp.arange(n_max + 1, dtype=jnp.result_type(self.kappa))
+        return jnp.stack([multigammaln(0.5 * (self.dof + c), D), 0.5 * D * jnp.log(self.kappa + c)])
+
+    def log_pred(self, slots: NIWSlot, gs: NIWStats, counts=None, table=None) -> jax.Array:
+        """(K,) ``ln p(X_G | X_k)``; ``counts`` and ``table`` (from :meth:`count_table`) are a fast path."""
+        D = slots.scale.shape[-1]
+        kappa = slots.kappa + gs.size
+        dof = slots.dof + gs.size
+        d = gs.mean - slots.mean  # (K, D)
+        coef = slots.kappa * gs.size / kappa
+        scale = slots.scale + gs.scatter + coef[:, None, None] * d[:, :, None] * d[:, None, :]
+        if table is None:
+            norm = multigammaln(0.5 * dof, D) - multigammaln(0.5 * slots.dof, D) - 0.5 * D * jnp.log(kappa)
+        else:
+            old = counts.astype(jnp.int32)
+            new = old + gs.size.astype(jnp.int32)
+            norm = table[0, new] - table[0, old] - table[1, new]
+        return slots.cache + norm - 0.5 * dof * _logdet_pd(scale) - 0.5 * D * gs.size * _LOG_PI
+
+    def slots_from_groups(self, z: jax.Array, onehot: jax.Array, gs: NIWStats) -> NIWSlot:
+        w = onehot * gs.size[:, None]
+        n = w.sum(0)
+        xbar = (w.T @ gs.mean) / jnp.maximum(n, 1.0)[:, None]
+        dev = gs.mean - xbar[z]  # (rows, D)
+        per_group = gs.scatter + gs.size[:, None, None] * dev[:, :, None] * dev[:, None, :]
+        scatter = jnp.einsum("nk,nde->kde", onehot, per_group)
+        K = n.shape[0]
+        prior = jax.tree.map(lambda a: jnp.broadcast_to(a, (K,) + a.shape), self.prior_slot())
+        return jax.vmap(self.add)(prior, NIWStats(n, xbar, scatter))
+
+    def log_marginal(self, slots: NIWSlot) -> jax.Array:
+        D = slots.scale.shape[-1]
+        n = slots.kappa - self.kappa
+        return (
+            -0.5 * n * D * _LOG_PI
+            + multigammaln(0.5 * slots.dof, D)
+            - multigammaln(0.5 * self.dof, D)
+            + 0.5 * self.dof * _logdet_pd(self.scale)
+            - 0.5 * slots.dof * _logdet_pd(slots.scale)
+            + 0.5 * D * jnp.log(self.kappa / slots.kappa)
+        )
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Dirichlet-multinomial (count vectors)
+# ------------------------------------------------------------------------------------------------------------
+class DMStats(NamedTuple):
+    """Group statistics: ``size`` (), ``counts`` (V,) summed over members, ``total`` (), ``coef`` () = sum
+    over
+    members of the log multinomial coefficient ``ln T! - sum_v ln x_v!``."""
+
+    size: jax.Array
+    counts: jax.Array
+    total: jax.Array
+    coef: jax.Array
+
+
+class DMSlot(NamedTuple):
+    """Posterior parameters: ``conc`` (V,) = prior + counts, ``cache`` () = lgamma(sum conc) - sum
+    lgamma(conc)."""
+
+    conc: jax.Array
+    cache: jax.Array
+
+
+class DirichletMultinomial(eqx.Module):
+    """Count-vector components: ``theta_k ~ Dirichlet(concentration)``, ``x_i ~ Multinomial(T_i, theta_k)``.
+
+    Parameters
+    ----------
+    concentration : float or array, shape (V,)
+        Dirichlet concentration; a scalar broadcasts over the V categories.
+
+    Notes
+    -----
+    The predictive is computed densely over V (O(K V) lgamma per step); the multinomial coefficients enter the
+    marginal likelihood and the log joint but cancel in the Gibbs weights.
+    """
+
+    concentration: jax.Array
+
+    def __init__(self, concentration=1.0):
+        self.concentration = np.asarray(concentration, dtype=np.float64)
+
+    centred = False
+
+    @classmethod
+    def from_data(cls, X) -> DirichletMultinomial:
+        """Default: a flat Dirichlet(1, ..., 1)."""
+        return cls(np.ones(np.asarray(X).shape[1]))
+
+    def check(self, X: np.ndarray) -> DirichletMultinomial:
+        V = X.shape[1]
+        if np.any(X < 0) or not np.all(X == np.round(X)):
+            bad = np.argwhere((X < 0) | (X != np.round(X)))[0]
+            raise InvalidInputError(
+                f"X: row {bad[0]} column {bad[1]} is not a non-negative integer count "
+                f"(got {X[tuple(bad)]}); DirichletMultinomial needs count vectors"
+            )
+        if np.shape(self.concentration) not in ((), (V,)):
+            raise InvalidInputError(
+                f"prior.concentration: expected a scalar or shape ({V},), got {np.shape(self.concentration)}"
+            )
+        c = np.broadcast_to(np.asarray(self.concentration, np.float64), (V,))
+        if np.any(c <= 0) or not np.all(np.isfinite(c)):
+            raise InvalidInputError("prior.concentration: must be positive and finite")
+        return DirichletMultinomial(np.array(c))
+
+    def shifted(self, shift) -> DirichletMultinomial:
+        return self
+
+    def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> DMStats:
+        from scipy.special import gammaln as np_gammaln
+
+        onehot = _group_index(group_of, n_rows)
+        T = X.sum(1)
+        coef = np_gammaln(T + 1) - np_gammaln(X + 1).sum(1)
+        counts = onehot.T @ X
+        return DMStats(onehot.sum(0), counts, counts.sum(1), onehot.T @ coef)
+
+    def astype(self, dtype) -> DirichletMultinomial:
+        return jax.tree.map(lambda a: jnp.asarray(a, dtype), self)
+
+    def _cached(self, conc) -> DMSlot:
+        return DMSlot(conc, gammaln(jnp.sum(conc, -1)) - jnp.sum(gammaln(conc), -1))
+
+    def prior_slot(self) -> DMSlot:
+        return self._cached(self.concentration)
+
+    def add(self, slot: DMSlot, gs: DMStats) -> DMSlot:
+        return self._cached(slot.conc + gs.counts)
+
+    def remove(self, slot: DMSlot, gs: DMStats) -> DMSlot:
+        return self._cached(slot.conc - gs.counts)
+
+    def count_table(self, n_max: int, D: int) -> None:
+        """No count-only terms: the DM predictive depends on the category counts."""
+        return None
+
+    def log_pred(self, slots: DMSlot, gs: DMStats, counts=None, table=None) -> jax.Array:
+        """(K,) ``ln p(X_G | X_k)`` including the members' multinomial coefficients."""
+        new = slots.conc + gs.counts
+        return slots.cache - gammaln(jnp.sum(new, -1)) + jnp.sum(gammaln(new), -1) + gs.coef
+
+    def slots_from_groups(self, z: jax.Array, onehot: jax.Array, gs: DMStats) -> DMSlot:
+        return self._cached(self.concentration + onehot.T @ gs.counts)
+
+    def log_marginal(self, slots: DMSlot) -> jax.Array:
+        # multinomial coefficients are added once for the whole data set by the sampler (constant in z)
+        return self.prior_slot().cache - slots.cache
+
+
+def default_prior(X: np.ndarray) -> NormalGamma:
+    """The prior used when ``prior=None``: :meth:`NormalGamma.from_data`."""
+    return NormalGamma.from_data(X)

@@ -1,0 +1,256 @@
+"""One collapsed Gibbs sweep of the constrained DPMM, as a pure jittable function.
+
+The unit of sampling is the must-link *group* (singletons are groups of one). For a group G of m items and
+slot k holding n_k items (Neal 2000, Alg. 3, extended to blocks; ALGORITHMS.md section 1 (d), (f))::
+
+    P(z_G = k)   ∝ Γ(n_k + m) / Γ(n_k) · p(X_G | X_k)        (k occupied, no cannot-link partner of G in k)
+    P(z_G = new) ∝ α · Γ(m) · p(X_G)                           (the first empty slot)
+
+Cannot-links are a mask over slots gathered from the padded partner lists, so the sweep is the same code with
+or without constraints and runs under ``vmap`` over chains. Group arrays are padded to ``n`` rows (padded rows
+have size 0 and never move), so adding constraints between rounds keeps every shape.
+
+Capacity: ``K`` slots per state. If a group needs a new component and every slot is occupied the new option is
+unavailable, and ``overflow`` is set: the caller (:func:`jaxclust.dpmm.chains.run_chains`) then grows K and
+redoes
+the block, so no draw is ever silently truncated.
+
+Usage::
+
+    data = prepare(X, constraints, family)          # host: group statistics, partner lists
+    state = init(z_groups, data, family, alpha, K)
+    state = sweep(key, state, data, family, alpha_prior)   # alpha_prior=None keeps alpha fixed
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import gammaln
+
+from jaxclust.dpmm.alpha import escobar_west
+
+__all__ = ["GroupData", "GibbsState", "prepare", "init", "sweep", "build_kernel", "log_joint", "pad_capacity"]
+
+
+class GroupData(NamedTuple):
+    """Per-fit constants (no chain axis).
+
+    stats : family statistics, leading axis n_rows (rows >= n_groups have size 0)
+    valid : (n_rows,) bool, True for real groups
+    partners : (n_rows, cap) int32 group-level cannot-link partners, -1 padded
+    group_of : (n_items,) int32 group of each item
+    n_items : () float, N (for the CRP normaliser and the alpha update)
+    log_const : () float, a z-independent constant of the log joint (multinomial coefficients)
+    """
+
+    stats: Any
+    valid: jax.Array
+    partners: jax.Array
+    group_of: jax.Array
+    n_items: jax.Array
+    log_const: jax.Array
+
+
+class GibbsState(NamedTuple):
+    """Sampler state of one chain.
+
+    z : (n_rows,) int32 slot of each group
+    counts : (K,) float number of items per slot
+    slots : family posterior parameters per slot, leading axis K
+    alpha : () concentration
+    overflow : () bool, a new component was needed while all K slots were occupied
+    log_joint : () ln p(X, z | alpha) of the current state
+    """
+
+    z: jax.Array
+    counts: jax.Array
+    slots: Any
+    alpha: jax.Array
+    overflow: jax.Array
+    log_joint: jax.Array
+
+
+def prepare(
+    X: np.ndarray, constraints, family, dtype=jnp.float32, partner_capacity: int | None = None
+) -> GroupData:
+    """Host-side packing of data and constraints (NumPy in, device arrays out).
+
+    Parameters
+    ----------
+    X : np.ndarray, shape (n, D)
+        Data as the family expects it (already centred if the caller centres).
+    constraints : jaxclust.Constraints or None
+    family : a prepared family (``family.check(X)`` already applied)
+    dtype : float dtype of the statistics
+    partner_capacity : int, optional
+        Width of the cannot-link partner table (default: the largest degree rounded up to a power of two); a
+        fixed width keeps the compiled sweep across rounds of added constraints.
+    """
+    n = X.shape[0]
+    if constraints is None:
+        group_of = np.arange(n, dtype=np.int32)
+        n_groups = n
+        partners = np.full((n, partner_capacity or 1), -1, dtype=np.int32)
+    else:
+        group_of = np.asarray(constraints.group_of, dtype=np.int32)
+        n_groups = constraints.n_groups
+        cap = partner_capacity
+        if cap is not None and cap < constraints.max_degree:
+            cap = None  # outgrown: fall back to the geometric default
+        partners = constraints.cannot_partners(cap, n_rows=n)
+    stats = family.group_stats(X, group_of, n)
+    log_const = float(np.sum(stats.coef)) if hasattr(stats, "coef") else 0.0
+    return GroupData(
+        stats=jax.tree.map(lambda a: jnp.asarray(a, dtype), stats),
+        valid=jnp.asarray(np.arange(n) < n_groups),
+        partners=jnp.asarray(partners),
+        group_of=jnp.asarray(group_of),
+        n_items=jnp.asarray(n, dtype),
+        log_const=jnp.asarray(log_const, dtype),
+    )
+
+
+def _dim(stats) -> int:
+    """Feature dimension D of group statistics (the trailing axis of the group means / counts)."""
+    return stats[1].shape[-1]
+
+
+def _refresh(z, data: GroupData, family, K: int):
+    """Counts and slot parameters recomputed from the assignment (exact, centred; no accumulated drift)."""
+    onehot = jax.nn.one_hot(z, K, dtype=data.n_items.dtype) * data.valid[:, None]
+    counts = onehot.T @ data.stats.size
+    return counts, family.slots_from_groups(z, onehot, data.stats)
+
+
+def log_joint(counts, slots, alpha, data: GroupData, family) -> jax.Array:
+    """``ln p(X, z | alpha)``: CRP partition prior plus each occupied slot's log marginal likelihood."""
+    occupied = counts > 0
+    n_comp = occupied.sum()
+    crp = (
+        n_comp * jnp.log(alpha)
+        + gammaln(alpha)
+        - gammaln(alpha + data.n_items)
+        + jnp.sum(jnp.where(occupied, gammaln(jnp.where(occupied, counts, 1.0)), 0.0))
+    )
+    lml = jnp.sum(jnp.where(occupied, family.log_marginal(slots), 0.0))
+    return crp + lml + data.log_const
+
+
+def init(z, data: GroupData, family, alpha, capacity: int) -> GibbsState:
+    """A state from group assignments ``z`` (n_rows,) with slots ``< capacity`` (satisfying the
+    constraints)."""
+    z = jnp.asarray(z, jnp.int32)
+    alpha = jnp.asarray(alpha, data.n_items.dtype)
+    counts, slots = _refresh(z, data, family, capacity)
+    return GibbsState(
+        z, counts, slots, alpha, jnp.asarray(False), log_joint(counts, slots, alpha, data, family)
+    )
+
+
+def pad_capacity(state: GibbsState, family, capacity: int) -> GibbsState:
+    """The same state with ``capacity`` slots (new slots empty); works on batched (chain-leading) states
+    too."""
+    K = state.counts.shape[-1]
+    extra = capacity - K
+    batch = state.counts.shape[:-1]
+    prior = family.prior_slot()
+    pad = jax.tree.map(lambda p: jnp.broadcast_to(p, batch + (extra,) + p.shape), prior)
+    slots = jax.tree.map(
+        lambda a, p: jnp.concatenate([a, p.astype(a.dtype)], axis=len(batch)), state.slots, pad
+    )
+    counts = jnp.concatenate([state.counts, jnp.zeros(batch + (extra,), state.counts.dtype)], axis=-1)
+    return state._replace(counts=counts, slots=slots, overflow=jnp.zeros_like(state.overflow))
+
+
+def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> GibbsState:
+    """One sweep: every group once in a random order, then (optionally) alpha, then an exact refresh.
+
+    Parameters
+    ----------
+    key : PRNG key
+    state : GibbsState (one chain; ``vmap`` for many)
+    data : GroupData
+    family : prepared family (NormalGamma, NormalInverseWishart or DirichletMultinomial)
+    alpha_prior : tuple (shape, rate) or (shape, rate, infer) of arrays, or None to keep alpha fixed; with
+        ``infer`` (a traced bool) one compiled sweep serves both fixed and inferred alpha
+    """
+    K = state.counts.shape[0]
+    n_rows = state.z.shape[0]
+    dtype = state.counts.dtype
+    k_perm, k_u, k_alpha = jax.random.split(key, 3)
+    # random visiting order, padded rows last (they are no-ops anyway)
+    order = jnp.argsort(jax.random.uniform(k_perm, (n_rows,)) + 2.0 * (~data.valid))
+    us = jax.random.uniform(k_u, (n_rows,), dtype=dtype)
+    prior = family.prior_slot()
+    slot_ids = jnp.arange(K)
+    # count-indexed tables: lgamma(c) for the CRP and the family's count-only terms (no lgamma inside the
+    # scan)
+    n_max = n_rows + 1
+    crp_table = gammaln(jnp.maximum(jnp.arange(n_max + 1, dtype=dtype), 1.0))
+    table = family.count_table(n_max, _dim(data.stats))
+    log_alpha = jnp.log(state.alpha)
+    neg_inf = jnp.asarray(-jnp.inf, dtype)
+
+    def step(carry, xs):
+        z, counts, slots, overflow = carry
+        g, u = xs
+        gs = jax.tree.map(lambda a: a[g], data.stats)
+        m = gs.size
+        valid = data.valid[g]
+        k_old = z[g]
+        # remove the group from its slot (an emptied slot is reset to the prior exactly)
+        c_old = counts[k_old] - m
+        removed = family.remove(jax.tree.map(lambda a: a[k_old], slots), gs)
+        removed = jax.tree.map(lambda p, r: jnp.where(c_old > 0, r, p), prior, removed)
+        slots = jax.tree.map(lambda a, r: a.at[k_old].set(r), slots, removed)
+        counts = counts.at[k_old].set(c_old)
+        # CRP part of the weights: occupied slots, and the first empty slot as "new"
+        occupied = counts > 0
+        first_empty = jnp.argmax(~occupied)
+        has_empty = ~occupied[first_empty]
+        is_new = (slot_ids == first_empty) & has_empty
+        c_int = counts.astype(jnp.int32)
+        m_int = jnp.maximum(m, 1.0).astype(jnp.int32)
+        log_w = jnp.where(
+            occupied,
+            crp_table[c_int + m_int] - crp_table[c_int],
+            jnp.where(is_new, log_alpha + crp_table[m_int], neg_inf),
+        )
+        # cannot-links: forbid the slots of the group's partners
+        partners = data.partners[g]
+        partner_slot = jnp.where(partners >= 0, z[jnp.maximum(partners, 0)], -1)
+        forbidden = jnp.any(partner_slot[:, None] == slot_ids[None, :], axis=0)
+        logits = jnp.where(forbidden, neg_inf, log_w + family.log_pred(slots, gs, counts, table))
+        logits = jnp.where(valid, logits, jnp.where(slot_ids == k_old, 0.0, neg_inf))
+        overflow = overflow | (valid & ~has_empty)
+        # inverse-CDF draw: one uniform, first index whose cumulative weight exceeds it
+        cdf = jnp.cumsum(jnp.exp(logits - jnp.max(logits)))
+        k_new = jnp.argmax(cdf > u * cdf[-1]).astype(jnp.int32)
+        added = family.add(jax.tree.map(lambda a: a[k_new], slots), gs)
+        slots = jax.tree.map(lambda a, r: a.at[k_new].set(r), slots, added)
+        counts = counts.at[k_new].add(m)
+        z = z.at[g].set(k_new)
+        return (z, counts, slots, overflow), None
+
+    carry = (state.z, state.counts, state.slots, state.overflow)
+    (z, counts, _, overflow), _ = jax.lax.scan(step, carry, (order, us))
+    counts, slots = _refresh(z, data, family, K)
+    alpha = state.alpha
+    if alpha_prior is not None:
+        n_comp = jnp.sum(counts > 0).astype(dtype)
+        drawn = escobar_west(k_alpha, alpha, n_comp, data.n_items, alpha_prior[0], alpha_prior[1])
+        alpha = jnp.where(alpha_prior[2], drawn, alpha) if len(alpha_prior) == 3 else drawn
+    return GibbsState(z, counts, slots, alpha, overflow, log_joint(counts, slots, alpha, data, family))
+
+
+def build_kernel(family, alpha_prior=None):
+    """Blackjax-style kernel ``kernel(key, state, data) -> state`` closing over the family and alpha prior."""
+
+    def kernel(key, state: GibbsState, data: GroupData) -> GibbsState:
+        return sweep(key, state, data, family, alpha_prior)
+
+    return kernel

@@ -1,0 +1,127 @@
+"""The DPMM Gibbs sweep as a NumPyro ``MCMCKernel`` (a thin adapter; the maths is in
+:mod:`jaxclust.dpmm.gibbs`).
+
+Example::
+
+    from numpyro.infer import MCMC
+    kernel = DPMMKernel(X, constraints, alpha_prior=(1.0, 1.0))
+    mcmc = MCMC(kernel, num_warmup=100, num_samples=200, num_chains=8, chain_method="vectorized")
+    mcmc.run(jax.random.key(0))
+    mcmc.print_summary()                       # K, alpha, log joint: R-hat and ESS per site
+    z = mcmc.get_extra_fields()["z"]           # (chains * draws, n) item labels (slot ids)
+
+The capacity is fixed inside NumPyro's loop (default: the number of must-link groups, which can never
+overflow);
+:func:`jaxclust.dpmm.sample` is the driver that grows capacity on demand.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from numpyro.infer.mcmc import MCMCKernel
+from numpyro.util import is_prng_key
+
+from jaxclust.dpmm import chains, gibbs
+from jaxclust.dpmm.model import _check_alpha_prior, _prepare_family, as_constraints
+from jaxclust.validation import check_array, check_positive
+
+__all__ = ["DPMMKernel", "DPMMKernelState"]
+
+
+class DPMMKernelState(NamedTuple):
+    """``draws``: dict of label-invariant scalars (``n_components``, ``alpha``, ``log_joint``); ``z``: (n,)
+    item
+    slot labels; ``gibbs``: the sampler state; ``rng_key``."""
+
+    draws: dict
+    z: jax.Array
+    gibbs: gibbs.GibbsState
+    rng_key: jax.Array
+
+
+class DPMMKernel(MCMCKernel):
+    """Collapsed Gibbs for the constrained DPMM, one NumPyro step = one sweep.
+
+    Parameters
+    ----------
+    X : array-like, shape (n, D)
+    constraints, prior, alpha, alpha_prior : as in :func:`jaxclust.dpmm.sample`
+    capacity : int, optional
+        Component slots (default: number of must-link groups, always enough).
+    """
+
+    sample_field = "draws"
+
+    def __init__(
+        self,
+        X,
+        constraints=None,
+        prior=None,
+        alpha: float = 1.0,
+        alpha_prior=None,
+        capacity: int | None = None,
+        dtype=jnp.float32,
+    ):
+        X = check_array(X, name="X", min_rows=2)
+        constraints = as_constraints(constraints, X.shape[0])
+        family, Xs = _prepare_family(X, prior)
+        self._family = family.astype(dtype)
+        self._data = gibbs.prepare(Xs, constraints, self._family, dtype)
+        self._constraints = constraints
+        self._alpha = check_positive(alpha, "alpha")
+        ap = _check_alpha_prior(alpha_prior)
+        self._alpha_prior = None if ap is None else (jnp.asarray(ap[0], dtype), jnp.asarray(ap[1], dtype))
+        n_groups = X.shape[0] if constraints is None else constraints.n_groups
+        self._capacity = int(capacity) if capacity is not None else n_groups
+        self._sample_fn = None
+
+    @property
+    def default_fields(self):
+        return ("draws", "z")
+
+    def _wrap(self, gstate: gibbs.GibbsState, key) -> DPMMKernelState:
+        draws = {
+            "n_components": jnp.sum(gstate.counts > 0),
+            "alpha": gstate.alpha,
+            "log_joint": gstate.log_joint,
+        }
+        return DPMMKernelState(draws, gstate.z[self._data.group_of], gstate, key)
+
+    def _init_one(self, key):
+        k_init, key = jax.random.split(key)
+        # a random start with at most 8 components, repaired on the host to satisfy the constraints
+        labels = chains.initial_labels(k_init, 1, self._data.group_of.shape[0])[0]
+        g = chains.repair_labels(labels, self._constraints)
+        z = np.zeros(self._data.valid.shape[0], np.int32)
+        z[: len(g)] = g
+        capacity = max(self._capacity, int(g.max()) + 1)
+        self._capacity = capacity
+        return jnp.asarray(z), key
+
+    def _step_one(self, state: DPMMKernelState) -> DPMMKernelState:
+        key, sub = jax.random.split(state.rng_key)
+        new = gibbs.sweep(sub, state.gibbs, self._data, self._family, self._alpha_prior)
+        return self._wrap(new, key)
+
+    def init(self, rng_key, num_warmup, init_params, model_args=(), model_kwargs=None):
+        del num_warmup, init_params, model_args, model_kwargs
+        keys = rng_key if not is_prng_key(rng_key) else rng_key[None]
+        zs, ks = zip(*(self._init_one(k) for k in keys), strict=True)
+        z = jnp.stack(zs)
+        init_fn = jax.vmap(lambda zz: gibbs.init(zz, self._data, self._family, self._alpha, self._capacity))
+        states = jax.vmap(self._wrap)(init_fn(z), jnp.stack(ks))
+        if is_prng_key(rng_key):
+            self._sample_fn = self._step_one
+            return jax.tree.map(lambda a: a[0], states)
+        self._sample_fn = jax.vmap(self._step_one)  # chain_method="vectorized": one call for all chains
+        return states
+
+    def sample(self, state: DPMMKernelState, model_args: Any, model_kwargs: Any) -> DPMMKernelState:
+        return self._sample_fn(state)
+
+    def get_diagnostics_str(self, state: DPMMKernelState) -> str:
+        return f"K={int(state.draws['n_components'])} alpha={float(state.draws['alpha']):.3g}"

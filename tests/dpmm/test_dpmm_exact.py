@@ -1,0 +1,261 @@
+"""The sampler against the exact posterior over all set partitions of 6 points (Bell(6) = 203).
+
+The exact law is computed here independently of jaxclust: the marginal likelihood of a block is the chain rule
+of one-point Student-t predictives from ``scipy.stats.t``, the partition prior is the CRP, and partitions that
+break a constraint get probability zero (constraints as observations). With alpha ~ Gamma(a, b) the CRP factor
+is integrated numerically.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+from scipy.special import gammaln
+
+from jaxclust import Constraints
+from jaxclust.dpmm import NormalGamma, sample
+
+X6 = np.array([[-1.9, 0.4], [-1.4, -0.2], [0.0, 0.1], [0.5, 0.6], [1.7, -0.3], [2.4, 0.2]])
+PRIOR = dict(mean=0.0, kappa=0.5, shape=2.0, rate=0.6)
+N_CHAINS, N_SAMPLES = 4000, 12  # 48k samples per case
+
+
+def set_partitions(n: int):
+    """All set partitions of range(n) as restricted-growth label tuples."""
+
+    def rec(prefix, k):
+        if len(prefix) == n:
+            yield tuple(prefix)
+            return
+        for lab in range(k + 1):
+            yield from rec(prefix + [lab], max(k, lab + 1))
+
+    yield from rec([0], 1)
+
+
+def ng_log_marginal_scipy(x: np.ndarray, mean, kappa, shape, rate) -> float:
+    """ln p(x_1..x_m) for a Normal-Gamma per dimension: sequential scipy Student-t predictives."""
+    total = 0.0
+    for d in range(x.shape[1]):
+        m, k, a, b = mean, kappa, shape, rate
+        for v in x[:, d]:
+            scale = math.sqrt(b * (k + 1) / (a * k))
+            total += stats.t.logpdf(v, df=2 * a, loc=m, scale=scale)
+            # conjugate update with one observation
+            b = b + k * (v - m) ** 2 / (2 * (k + 1))
+            m = (k * m + v) / (k + 1)
+            k, a = k + 1, a + 0.5
+    return total
+
+
+def canonical(labels) -> tuple:
+    seen = {}
+    return tuple(seen.setdefault(lab, len(seen)) for lab in labels)
+
+
+def exact_posterior(X, constraints, alpha=None, alpha_prior=None):
+    n = len(X)
+    parts = list(set_partitions(n))
+    if alpha_prior is not None:
+        a, b = alpha_prior
+        # log of integral over alpha of Gamma(a, b) * alpha^K Gamma(alpha) / Gamma(alpha + n), for each K
+        log_ak = {}
+        for K in range(1, n + 1):
+            f = lambda al, K=K: math.exp(
+                stats.gamma.logpdf(al, a, scale=1 / b) + K * math.log(al) + gammaln(al) - gammaln(al + n)
+            )
+            log_ak[K] = math.log(integrate.quad(f, 0, np.inf, limit=200)[0])
+    logp = []
+    cache = {}
+    for z in parts:
+        if constraints is not None and constraints.check_assignment(np.array(z)):
+            logp.append(-np.inf)
+            continue
+        z = np.array(z)
+        K = z.max() + 1
+        lp = 0.0
+        for k in range(K):
+            members = tuple(np.flatnonzero(z == k))
+            if members not in cache:
+                cache[members] = ng_log_marginal_scipy(X[list(members)], **PRIOR)
+            lp += cache[members] + gammaln(len(members))
+        lp += (
+            log_ak[K]
+            if alpha_prior is not None
+            else K * math.log(alpha) + gammaln(alpha) - gammaln(alpha + n)
+        )
+        logp.append(lp)
+    logp = np.array(logp)
+    p = np.exp(logp - logp.max())
+    return parts, p / p.sum()
+
+
+def exact_alpha_mean(X, alpha_prior, parts, probs):
+    """E[alpha | X] = sum_z p(z | X) E[alpha | K(z)], the inner expectation by quadrature."""
+    a, b = alpha_prior
+    n = len(X)
+
+    def moment(K, e):
+        f = lambda al: (
+            al**e
+            * math.exp(
+                stats.gamma.logpdf(al, a, scale=1 / b) + K * math.log(al) + gammaln(al) - gammaln(al + n)
+            )
+        )
+        return integrate.quad(f, 0, np.inf, limit=200)[0]
+
+    mean_given_k = {K: moment(K, 1) / moment(K, 0) for K in range(1, n + 1)}
+    return sum(pz * mean_given_k[max(z) + 1] for z, pz in zip(parts, probs, strict=True))
+
+
+def sample_frequencies(samples, parts):
+    index = {p: i for i, p in enumerate(parts)}
+    flat = samples.reshape(-1, samples.shape[-1])
+    counts = np.zeros(len(parts))
+    for row in flat:
+        counts[index[canonical(row)]] += 1
+    return counts / counts.sum()
+
+
+CASES = {
+    "none": None,
+    "must": Constraints(6, must_link=[(0, 2), (3, 5)]),
+    "cannot": Constraints(6, cannot_link=[(0, 1), (4, 5), (2, 3)]),
+    "both": Constraints(6, must_link=[(0, 1), (2, 4)], cannot_link=[(1, 2), (3, 5)]),
+}
+
+
+@pytest.mark.parametrize("alpha_prior", [None, (2.0, 1.5)], ids=["alpha_fixed", "alpha_inferred"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_sample_frequencies_match_exact_posterior(case, alpha_prior):
+    constraints = CASES[case]
+    res = sample(
+        7,
+        X6,
+        constraints,
+        NormalGamma(**PRIOR),
+        alpha=0.8,
+        alpha_prior=alpha_prior,
+        n_chains=N_CHAINS,
+        n_burnin=10,
+        n_samples=N_SAMPLES,
+        thin=2,
+    )
+    parts, exact = exact_posterior(X6, constraints, alpha=0.8, alpha_prior=alpha_prior)
+    freq = sample_frequencies(res.samples, parts)
+    tv = 0.5 * np.abs(freq - exact).sum()
+    assert tv <= 0.03, f"total variation {tv:.4f}"
+    # no sample falls on a partition that breaks a constraint
+    assert freq[exact == 0].sum() == 0
+    if alpha_prior is not None:
+        want = exact_alpha_mean(X6, alpha_prior, parts, exact)
+        got = res.alpha.mean()
+        assert abs(got - want) < 0.03 * want, (got, want)
+    else:
+        np.testing.assert_allclose(res.alpha, 0.8, rtol=1e-6)
+
+
+def test_threshold_has_power_against_wrong_laws():
+    """Plausible bugs give laws more than 0.03 away in TV: a CRP over groups instead of items (wrong group
+    weight) and a dropped cannot-link mask."""
+    c = CASES["both"]
+    parts, exact = exact_posterior(X6, c, alpha=0.8)
+    logq = np.full(len(parts), -np.inf)
+    for i, (z, pz) in enumerate(zip(parts, exact, strict=True)):
+        if pz > 0:
+            z = np.array(z)
+            sizes = np.bincount(z)
+            n_groups = [len(set(c.group_of[z == k].tolist())) for k in range(len(sizes))]
+            logq[i] = np.log(pz) - gammaln(sizes).sum() + gammaln(np.array(n_groups)).sum()
+    q = np.exp(logq - logq.max())
+    q /= q.sum()
+    assert 0.5 * np.abs(q - exact).sum() > 0.03
+    no_mask = Constraints(6, must_link=c.must_link)
+    _, exact_no_mask = exact_posterior(X6, no_mask, alpha=0.8)
+    assert 0.5 * np.abs(exact_no_mask - exact).sum() > 0.03
+
+
+def test_partitions_enumeration_is_bell_6():
+    parts = list(set_partitions(6))
+    assert len(parts) == 203 and len(set(parts)) == 203
+    assert all(canonical(p) == p for p in parts)
+
+
+def test_scipy_chain_rule_matches_closed_form_marginal():
+    """The reference marginal likelihood (chain of scipy t's) equals the closed form of ALGORITHMS.md 1(a)."""
+    x = X6[[0, 2, 5]]
+    m0, k0, a0, b0 = PRIOR["mean"], PRIOR["kappa"], PRIOR["shape"], PRIOR["rate"]
+    n = len(x)
+    kn, an = k0 + n, a0 + n / 2
+    xbar = x.mean(0)
+    bn = b0 + 0.5 * ((x - xbar) ** 2).sum(0) + k0 * n * (xbar - m0) ** 2 / (2 * kn)
+    closed = np.sum(
+        gammaln(an)
+        - gammaln(a0)
+        + a0 * np.log(b0)
+        - an * np.log(bn)
+        + 0.5 * np.log(k0 / kn)
+        - n / 2 * np.log(2 * np.pi)
+    )
+    assert ng_log_marginal_scipy(x, **PRIOR) == pytest.approx(closed, rel=1e-10)
+
+
+def test_exact_support_respects_must_links():
+    parts, exact = exact_posterior(X6, CASES["must"], alpha=0.8)
+    support = [p for p, q in zip(parts, exact, strict=True) if q > 0]
+    assert all(p[0] == p[2] and p[3] == p[5] for p in support)
+    assert len(support) == 15  # Bell(4): the two pairs act as single items
+
+
+X5_NIW = np.array([[-1.2, 0.3], [-0.8, 0.5], [0.1, -0.2], [0.9, 0.8], [1.1, 1.2]])
+X5_DM = np.array([[3, 0, 1], [2, 1, 0], [0, 3, 1], [0, 2, 2], [1, 1, 1]], dtype=float)
+NIW = dict(mean=[0.0, 0.0], kappa=0.5, dof=4.0, scale=[[0.5, 0.1], [0.1, 0.5]])
+DM = dict(concentration=[0.7, 0.7, 0.7])
+
+
+def niw_log_marginal_scipy(x):
+    """Chain of scipy multivariate-t predictives under the NIW prior (ALGORITHMS.md 1(b))."""
+    m, k, nu, psi = np.array(NIW["mean"]), NIW["kappa"], NIW["dof"], np.array(NIW["scale"])
+    D, total = x.shape[1], 0.0
+    for v in x:
+        df = nu - D + 1
+        total += stats.multivariate_t.logpdf(v, loc=m, shape=psi * (k + 1) / (k * df), df=df)
+        psi = psi + k / (k + 1) * np.outer(v - m, v - m)
+        m, k, nu = (k * m + v) / (k + 1), k + 1, nu + 1
+    return total
+
+
+def dm_log_marginal_scipy(x):
+    """Chain of scipy Dirichlet-multinomial predictives."""
+    conc, total = np.array(DM["concentration"]), 0.0
+    for v in x:
+        total += stats.dirichlet_multinomial.logpmf(v, conc, int(v.sum()))
+        conc = conc + v
+    return total
+
+
+@pytest.mark.parametrize("name", ["niw", "dm"])
+def test_other_families_match_exact_posterior(name):
+    from jaxclust.dpmm import DirichletMultinomial, NormalInverseWishart
+
+    X, prior, lml = {
+        "niw": (X5_NIW, NormalInverseWishart(**NIW), niw_log_marginal_scipy),
+        "dm": (X5_DM, DirichletMultinomial(**DM), dm_log_marginal_scipy),
+    }[name]
+    c = Constraints(5, must_link=[(0, 1)], cannot_link=[(1, 4)])
+    res = sample(3, X, c, prior, alpha=1.3, n_chains=2000, n_burnin=10, n_samples=12, thin=2)
+    parts = list(set_partitions(5))
+    logp = np.full(len(parts), -np.inf)
+    for i, z in enumerate(parts):
+        z = np.array(z)
+        if c.check_assignment(z):
+            continue
+        K = z.max() + 1
+        logp[i] = K * math.log(1.3) + sum(gammaln((z == k).sum()) + lml(X[z == k]) for k in range(K))
+    exact = np.exp(logp - logp.max())
+    exact /= exact.sum()
+    freq = sample_frequencies(res.samples, parts)
+    assert 0.5 * np.abs(freq - exact).sum() <= 0.03

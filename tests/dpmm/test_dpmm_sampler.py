@@ -1,0 +1,242 @@
+"""Sampler behaviour: constraints always hold, determinism, capacity growth, no re-compile between rounds,
+the estimator's fitted attributes, warm starts, input errors, sharding over devices."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.special import gammaln
+
+from jaxclust import DPMM, Constraints
+from jaxclust.dpmm import NormalGamma, chains, repair_labels, sample
+from jaxclust.errors import ConstraintConflictError, ConstraintError, InvalidInputError
+
+RNG = np.random.default_rng(1)
+X12 = np.concatenate([RNG.normal(c, 0.4, size=(4, 2)) for c in (-3.0, 0.0, 3.0)])
+KW = dict(n_chains=4, n_burnin=4, n_samples=4, thin=2)  # shared shapes: one compile serves most tests
+
+
+def _ng_log_marginal(x, mean, kappa, shape, rate):
+    """Closed-form Normal-Gamma log marginal likelihood (ALGORITHMS.md 1(a)), float64 NumPy."""
+    n = len(x)
+    kn, an = kappa + n, shape + n / 2
+    xbar = x.mean(0)
+    bn = rate + 0.5 * ((x - xbar) ** 2).sum(0) + kappa * n * (xbar - mean) ** 2 / (2 * kn)
+    return float(
+        np.sum(
+            gammaln(an)
+            - gammaln(shape)
+            + shape * np.log(rate)
+            - an * np.log(bn)
+            + 0.5 * np.log(kappa / kn)
+            - n / 2 * np.log(2 * np.pi)
+        )
+    )
+
+
+@st.composite
+def constraint_sets(draw, n=12):
+    pairs = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda p: p[0] != p[1])
+    must = draw(st.lists(pairs, max_size=5))
+    cannot = draw(st.lists(pairs, max_size=8))
+    return Constraints(n, must_link=must, cannot_link=cannot, on_conflict="drop")
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(constraint_sets(), st.integers(0, 2**31 - 1))
+def test_every_retained_sample_satisfies_every_constraint(c, seed):
+    # a fixed partner-table width keeps one compiled sweep for all examples
+    res = sample(seed, X12, c, alpha=2.0, partner_capacity=8, capacity=16, **KW)
+    for z in res.samples.reshape(-1, 12):
+        assert c.check_assignment(z) == []
+    for z in res.final_labels:
+        assert c.check_assignment(z) == []
+
+
+def test_same_seed_same_samples_and_seed_matters():
+    c = Constraints(12, must_link=[(0, 1)], cannot_link=[(0, 4)])
+    a = DPMM(alpha_prior=(1.0, 1.0), random_state=3, **KW).fit(X12, c)
+    b = DPMM(alpha_prior=(1.0, 1.0), random_state=3, **KW).fit(X12, c)
+    other = DPMM(alpha_prior=(1.0, 1.0), random_state=4, **KW).fit(X12, c)
+    np.testing.assert_array_equal(a.samples_, b.samples_)
+    np.testing.assert_array_equal(a.alpha_samples_, b.alpha_samples_)
+    assert not np.array_equal(a.alpha_samples_, other.alpha_samples_)
+
+
+def test_fitted_attributes_are_consistent():
+    prior = NormalGamma(mean=0.0, kappa=0.3, shape=2.0, rate=0.5)
+    m = DPMM(prior=prior, alpha=1.5, **KW).fit(X12)
+    S = KW["n_chains"] * KW["n_samples"]
+    assert m.samples_.shape == (S, 12) and m.log_joint_.shape == (S,) and m.alpha_samples_.shape == (S,)
+    assert isinstance(m.samples_, np.ndarray) and isinstance(m.n_components_, int)
+    # labels_ is the retained sample of highest log joint
+    np.testing.assert_array_equal(m.labels_, m.samples_[np.argmax(m.log_joint_)])
+    assert m.n_components_ == len(np.unique(m.labels_))
+    # co-clustering equals the brute-force frequency of sharing a component
+    brute = (m.samples_[:, :, None] == m.samples_[:, None, :]).mean(0)
+    np.testing.assert_allclose(m.coclustering_, brute, atol=1e-6)
+    # every log joint equals ln p(X, z | alpha) computed independently (CRP x closed-form marginals, float64)
+    for z, lj in zip(m.samples_, m.log_joint_, strict=True):
+        K = z.max() + 1
+        want = K * math.log(1.5) + gammaln(1.5) - gammaln(1.5 + 12)
+        for k in range(K):
+            want += gammaln((z == k).sum()) + _ng_log_marginal(X12[z == k], 0.0, 0.3, 2.0, 0.5)
+        assert lj == pytest.approx(want, rel=2e-5, abs=2e-3)
+    d = m.diagnostics_
+    assert set(d) >= {"log_joint", "n_components", "alpha", "traces"}
+    assert d["traces"]["log_joint"].shape == (KW["n_chains"], KW["n_burnin"] + KW["n_samples"] * KW["thin"])
+    # the last trace entry of each chain is its last retained sample
+    np.testing.assert_allclose(d["traces"]["log_joint"][:, -1], m.log_joint_.reshape(4, 4)[:, -1], rtol=1e-6)
+    assert m.final_labels_.shape == (4, 12)
+    np.testing.assert_array_equal(m.final_labels_, m.samples_.reshape(4, 4, 12)[:, -1])
+
+
+def test_capacity_grows_instead_of_truncating():
+    """Growing and redoing a block gives exactly the draws of a sampler that had enough slots from the start
+    (the random numbers of a step do not depend on the number of slots)."""
+    # a prior with tiny within-component variance wants about one component per point
+    prior = NormalGamma(mean=0.0, kappa=1e-3, shape=5.0, rate=0.005)
+    c = Constraints(12, cannot_link=[(0, 1), (2, 3)])
+    init = np.zeros((4, 12), dtype=int)
+    grown = DPMM(prior=prior, alpha=5.0, max_components=8, **KW).fit(X12, c, init_labels=init)
+    roomy = DPMM(prior=prior, alpha=5.0, max_components=16, **KW).fit(X12, c, init_labels=init)
+    assert grown.n_capacity_growths_ == 1 and grown.capacity_ == 16
+    assert roomy.n_capacity_growths_ == 0
+    np.testing.assert_array_equal(grown.samples_, roomy.samples_)
+    np.testing.assert_allclose(grown.log_joint_, roomy.log_joint_, rtol=1e-6)
+    for z in grown.samples_:
+        assert c.check_assignment(z) == []
+
+
+def test_repair_labels_enumerated_cases():
+    c = Constraints(6, must_link=[(0, 3)], cannot_link=[(0, 1), (4, 5)])
+    # groups: {0,3}=0, {1}=1, {2}=2, {4}=3, {5}=4; item labels all equal -> partners get fresh labels
+    np.testing.assert_array_equal(repair_labels(np.zeros(6, int), c), [0, 1, 0, 0, 2])
+    # the group takes its first member's label (item 0), not item 3's
+    np.testing.assert_array_equal(repair_labels(np.array([5, 7, 7, 9, 1, 2]), c), [2, 3, 3, 0, 1])
+
+
+def test_warm_start_repairs_and_respects_new_constraints():
+    first = DPMM(alpha=1.0, **KW).fit(X12)
+    c = Constraints(12, must_link=[(0, 11)], cannot_link=[(0, 1), (2, 3)])
+    second = DPMM(alpha=1.0, **KW).fit(X12, c, init_labels=first.final_labels_, n_burnin=0)
+    for z in second.samples_:
+        assert c.check_assignment(z) == []
+    with pytest.raises(InvalidInputError, match="init_labels"):
+        DPMM(**KW).fit(X12, init_labels=np.zeros((3, 12), int))
+
+
+def test_new_constraints_do_not_recompile():
+    c1 = Constraints(12, must_link=[(0, 1)], cannot_link=[(2, 9)])
+    m = DPMM(alpha=1.0, **KW).fit(X12, c1)
+    before = chains.TRACE_COUNTER["block"]
+    c2 = c1.with_must_link(4, 5).with_cannot_link(0, 8).with_must_link(6, 7)
+    m.fit(X12, c2, init_labels=m.final_labels_)
+    m.fit(X12)
+    assert chains.TRACE_COUNTER["block"] == before
+
+
+def test_errors_name_the_culprit():
+    X = X12.copy()
+    X[3, 1] = np.nan
+    with pytest.raises(InvalidInputError, match="row 3"):
+        DPMM(**KW).fit(X)
+    with pytest.raises(ConstraintConflictError):
+        DPMM(**KW).fit(X12, {"must_link": [(0, 1), (1, 2)], "cannot_link": [(0, 2)]})
+    with pytest.raises(ConstraintError, match="12 rows"):
+        DPMM(**KW).fit(X12, Constraints(10))
+    with pytest.raises(InvalidInputError, match="alpha"):
+        DPMM(alpha=-1.0, **KW).fit(X12)
+    with pytest.raises(InvalidInputError, match="alpha_prior"):
+        DPMM(alpha_prior=(1.0,), **KW).fit(X12)
+    with pytest.raises(InvalidInputError, match="prior"):
+        DPMM(prior="gaussian", **KW).fit(X12)
+
+
+def test_far_from_origin_same_samples_as_centred():
+    """Data at +1e4 under the prior shifted by +1e4 is the same model: same samples, same log joint."""
+    prior = dict(kappa=0.3, shape=2.0, rate=0.5)
+    near = sample(5, X12, None, NormalGamma(mean=0.0, **prior), **KW)
+    far = sample(5, X12 + 1e4, None, NormalGamma(mean=1e4, **prior), **KW)
+    np.testing.assert_array_equal(near.samples, far.samples)
+    np.testing.assert_allclose(near.log_joint, far.log_joint, rtol=1e-5)
+
+
+def test_chains_shard_over_four_host_devices():
+    code = textwrap.dedent(f"""
+        import json, numpy as np, jax
+        from jaxclust.dpmm import sample
+        X = np.array({X12.tolist()})
+        res = sample(11, X, None, alpha=1.0, n_chains=4, n_burnin=4, n_samples=3, thin=2)
+        print(json.dumps({{"devices": jax.device_count(), "samples": res.samples.tolist()}}))
+    """)
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["devices"] == 4
+    local = sample(11, X12, None, alpha=1.0, n_chains=4, n_burnin=4, n_samples=3, thin=2)
+    np.testing.assert_array_equal(np.array(got["samples"]), local.samples)
+
+
+def test_numpyro_mcmc_vectorized_matches_exact_k_distribution(capsys):
+    """NumPyro's MCMC drives the sweep; the posterior of K over 4 points matches enumeration."""
+    import jax
+    from numpyro.infer import MCMC
+
+    from jaxclust.dpmm import DPMMKernel
+
+    X = np.array([[-1.0], [-0.6], [0.8], [1.5]])
+    pr = dict(mean=0.0, kappa=0.5, shape=2.0, rate=0.6)
+    kernel = DPMMKernel(X, Constraints(4, cannot_link=[(0, 3)]), NormalGamma(**pr), alpha=1.0)
+    mcmc = MCMC(
+        kernel, num_warmup=10, num_samples=100, num_chains=200, chain_method="vectorized", progress_bar=False
+    )
+    mcmc.run(jax.random.key(0))
+    draws = mcmc.get_samples()
+    z = np.asarray(mcmc.get_extra_fields()["z"])
+    assert z.shape == (200 * 100, 4) and np.all(z[:, 0] != z[:, 3])
+    k = np.asarray(draws["n_components"])
+    # exact P(K) by enumerating the 15 partitions of 4 points
+    parts = [
+        (0, 0, 0, 0),
+        (0, 0, 0, 1),
+        (0, 0, 1, 0),
+        (0, 0, 1, 1),
+        (0, 0, 1, 2),
+        (0, 1, 0, 0),
+        (0, 1, 0, 1),
+        (0, 1, 0, 2),
+        (0, 1, 1, 0),
+        (0, 1, 1, 1),
+        (0, 1, 1, 2),
+        (0, 1, 2, 0),
+        (0, 1, 2, 1),
+        (0, 1, 2, 2),
+        (0, 1, 2, 3),
+    ]
+    pk = np.zeros(5)
+    for p in parts:
+        p = np.array(p)
+        if p[0] == p[3]:
+            continue
+        K = p.max() + 1
+        lp = K * 0.0 + gammaln(1.0) - gammaln(5.0)
+        for c in range(K):
+            lp += gammaln((p == c).sum()) + _ng_log_marginal(X[p == c], **pr)
+        pk[K] += np.exp(lp)
+    pk /= pk.sum()
+    freq = np.bincount(k, minlength=5) / len(k)
+    assert 0.5 * np.abs(freq - pk).sum() < 0.02
+    mcmc.print_summary()
+    out = capsys.readouterr().out
+    assert "n_components" in out and "r_hat" in out
