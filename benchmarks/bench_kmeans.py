@@ -1,0 +1,197 @@
+"""Benchmark: jaxclust k-means / EM against scikit-learn (and faiss-cpu when importable) in the same run.
+
+Fair comparison: same data, same dtype, same initial centres, same number of iterations (tol = 0, fixed
+max_iter),
+one restart. Compile time (first call) is reported apart from the steady-state wall time (median of repeats).
+
+Usage::
+
+    python benchmarks/bench_kmeans.py                 # 1e5 x 64, k = 100, plus a scale curve and EM
+    python benchmarks/bench_kmeans.py --quick         # small sizes, a smoke run
+    python benchmarks/bench_kmeans.py --out results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+import warnings
+
+import jax
+import numpy as np
+from sklearn.cluster import KMeans as SKKMeans
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.mixture import GaussianMixture as SKGaussianMixture
+
+from jaxclust.kmeans import KMeans
+from jaxclust.mixture import GaussianMixture
+
+warnings.simplefilter("ignore", ConvergenceWarning)
+
+
+def _time(fn, repeats):
+    ts = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts)), ts
+
+
+def _data(n, d, k, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=4.0, size=(k, d))
+    X = centers[rng.integers(k, size=n)] + rng.normal(size=(n, d))
+    return X.astype(dtype), X[rng.choice(n, k, replace=False)].astype(dtype)
+
+
+def bench_lloyd(n, d, k, dtype, iters, repeats):
+    """Fixed-iteration Lloyd from the same centres: the per-iteration engines compared."""
+    X, init = _data(n, d, k, dtype)
+    ours = KMeans(k, init=init, n_init=1, max_iter=iters, tol=0.0)
+    t0 = time.perf_counter()
+    ours.fit(X)
+    first = time.perf_counter() - t0
+    t_ours, _ = _time(lambda: ours.fit(X), repeats)
+    sk = SKKMeans(k, init=init, n_init=1, max_iter=iters, tol=0.0)
+    t_sk, _ = _time(lambda: sk.fit(X), repeats)
+    row = dict(
+        task="lloyd",
+        n=n,
+        d=d,
+        k=k,
+        dtype=np.dtype(dtype).name,
+        iters=iters,
+        jaxclust_s=t_ours,
+        jaxclust_compile_s=max(first - t_ours, 0.0),
+        sklearn_s=t_sk,
+        ratio=t_ours / t_sk,
+        inertia_rel_diff=abs(ours.inertia_ - sk.inertia_) / sk.inertia_,
+        n_iter=(ours.n_iter_, sk.n_iter_),
+    )
+    try:
+        import faiss
+
+        def run_faiss():
+            km = faiss.Kmeans(d, k, niter=iters, nredo=1, verbose=False, seed=0)
+            km.train(np.ascontiguousarray(X, dtype=np.float32), init_centroids=init.astype(np.float32))
+
+        row["faiss_s"], _ = _time(run_faiss, repeats)
+    except ImportError:
+        row["faiss_s"] = None
+    return row
+
+
+def bench_full_fit(n, d, k, dtype, repeats):
+    """Default pipeline, one restart: k-means++ seeding + Lloyd to scikit-learn's tolerance."""
+    X, _ = _data(n, d, k, dtype, seed=1)
+    ours = KMeans(k, n_init=1, random_state=0)
+    t0 = time.perf_counter()
+    ours.fit(X)
+    first = time.perf_counter() - t0
+    t_ours, _ = _time(lambda: ours.fit(X), repeats)
+    sk = SKKMeans(k, n_init=1, random_state=0)
+    t_sk, _ = _time(lambda: sk.fit(X), repeats)
+    return dict(
+        task="kmeans++ + lloyd",
+        n=n,
+        d=d,
+        k=k,
+        dtype=np.dtype(dtype).name,
+        jaxclust_s=t_ours,
+        jaxclust_compile_s=max(first - t_ours, 0.0),
+        sklearn_s=t_sk,
+        ratio=t_ours / t_sk,
+        inertia=(ours.inertia_, sk.inertia_),
+        n_iter=(ours.n_iter_, sk.n_iter_),
+    )
+
+
+def bench_em(n, d, k, cov, iters, repeats):
+    X, init = _data(n, d, k, np.float64, seed=2)
+    prec = {"full": np.tile(np.eye(d), (k, 1, 1)), "diag": np.ones((k, d)), "spherical": np.ones(k)}[cov]
+    kw = dict(
+        covariance_type=cov,
+        means_init=init,
+        precisions_init=prec,
+        weights_init=np.full(k, 1.0 / k),
+        max_iter=iters,
+        tol=0.0,
+    )
+    ours = GaussianMixture(k, **kw)
+    t0 = time.perf_counter()
+    ours.fit(X)
+    first = time.perf_counter() - t0
+    t_ours, _ = _time(lambda: ours.fit(X), repeats)
+    sk = SKGaussianMixture(k, **kw)
+    t_sk, _ = _time(lambda: sk.fit(X), repeats)
+    return dict(
+        task=f"EM {cov}",
+        n=n,
+        d=d,
+        k=k,
+        dtype="float64",
+        iters=iters,
+        jaxclust_s=t_ours,
+        jaxclust_compile_s=max(first - t_ours, 0.0),
+        sklearn_s=t_sk,
+        ratio=t_ours / t_sk,
+        lower_bound_diff=abs(ours.lower_bound_ - sk.lower_bound_),
+    )
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", default=None, help="write the rows as JSON here")
+    ap.add_argument("--iters", type=int, default=30, help="Lloyd iterations per timed fit (tol = 0)")
+    ap.add_argument(
+        "--scale",
+        type=int,
+        nargs="*",
+        default=[10_000, 30_000, 300_000],
+        help="extra n for the scale curve (d = 64, k = 100, float32); none to skip",
+    )
+    ap.add_argument("--skip-em", action="store_true")
+    args = ap.parse_args()
+    r = args.repeats
+    rows = []
+    if args.quick:
+        rows.append(bench_lloyd(5_000, 16, 20, np.float64, 20, r))
+        rows.append(bench_full_fit(5_000, 16, 20, np.float64, r))
+        rows.append(bench_em(2_000, 8, 5, "diag", 20, r))
+    else:
+        for dtype in (np.float32, np.float64):
+            rows.append(bench_lloyd(100_000, 64, 100, dtype, args.iters, r))
+        rows.append(bench_full_fit(100_000, 64, 100, np.float32, r))
+        for n in args.scale:
+            rows.append(bench_lloyd(n, 64, 100, np.float32, args.iters, r))
+        if not args.skip_em:
+            rows.append(bench_em(20_000, 16, 10, "diag", 50, r))
+            rows.append(bench_em(20_000, 16, 10, "full", 50, r))
+    info = dict(
+        date=time.strftime("%Y-%m-%d"),
+        machine=platform.processor() or platform.machine(),
+        jax=jax.__version__,
+        backend=jax.default_backend(),
+    )
+    print(json.dumps(info))
+    for row in rows:
+        print(json.dumps(row))
+        ours, peer = row["jaxclust_s"], row["sklearn_s"]
+        print(
+            f"  {row['task']:>18} n={row['n']:>7} d={row['d']} k={row['k']} {row['dtype']}: "
+            f"jaxclust {ours:.3f}s "
+            f"(+{row['jaxclust_compile_s']:.1f}s compile) vs scikit-learn {peer:.3f}s "
+            f"-> ratio {ours / peer:.2f}"
+        )
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(dict(info=info, rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

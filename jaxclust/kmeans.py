@@ -1,0 +1,527 @@
+"""k-means: the classify/estimate alternation of Elsner's lecture (seed 002), in jitted JAX.
+
+Lloyd's algorithm alternates a *classify* step (each point to its closest centre) and an *estimate* step (each
+centre
+to the mean of its points). Read probabilistically, with P(x | c) ∝ exp(-‖x - c‖²) and a uniform P(c), it
+maximises
+the joint likelihood of the data and the hard assignments of a naive-Bayes-like model; EM with soft
+assignments is in
+:mod:`jaxclust.mixture`.
+
+Functional core (pure, jittable, no scikit-learn)::
+
+    centers = kmeans_plusplus(key, X, n_clusters)           # greedy k-means++ (scikit-learn's variant)
+    result = lloyd(X, centers, tol=tol_abs, max_iter=300)    # KMeansResult(centers, labels, inertia, n_iter)
+    result = kmeans(key, X, n_clusters, n_init=10)           # restarts under vmap, best inertia kept
+
+Distances use the expansion ‖x‖² - 2 x·c + ‖c‖² as one matmul per chunk of points, and the classify and
+estimate
+steps are fused in a single ``lax.scan`` over chunks, so peak memory is O(chunk · k) rather than O(n · k)
+(1e6 × 128 fits). Empty clusters are re-seeded from the points farthest from their centres, as scikit-learn
+does;
+centres are never NaN.
+
+The estimator :class:`KMeans` follows scikit-learn's contract. :class:`COPKMeans` and :class:`PCKMeans`
+(constrained
+baselines) live in :mod:`jaxclust.constrained_kmeans` and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from jaxclust.errors import InvalidInputError
+
+__all__ = [
+    "KMeansResult",
+    "kmeans_plusplus",
+    "lloyd",
+    "kmeans",
+    "assign",
+    "chunk_size",
+    "bucket_rows",
+    "KMeans",
+    "COPKMeans",  # noqa: F822 - lazy, see __getattr__
+    "PCKMeans",  # noqa: F822
+]
+
+# Number of (point, centre) distance entries held at once per restart; sets the chunk length.
+_CHUNK_ENTRIES = 1 << 21
+
+
+class KMeansResult(NamedTuple):
+    """Outcome of one (or the best of several) Lloyd runs.
+
+    Attributes
+    ----------
+    centers : (k, d) array
+    labels : (n,) int32 array, index of the closest centre of ``centers``.
+    inertia : () array, sum of squared distances of points to their centre.
+    n_iter : () int32 array, Lloyd iterations run.
+    """
+
+    centers: jax.Array
+    labels: jax.Array
+    inertia: jax.Array
+    n_iter: jax.Array
+
+
+class _LloydState(NamedTuple):
+    centers: jax.Array  # (k, d)
+    labels: jax.Array  # (n_chunks, chunk) labels of the last classify step
+    n_iter: jax.Array  # () int32
+    strict: jax.Array  # () bool: labels unchanged in the last iteration
+    done: jax.Array  # () bool
+
+
+def chunk_size(n: int, k: int) -> int:
+    """Static chunk length: all rows when n · k is below ~2**21 entries, else n split evenly into blocks of at
+    most
+    2**21 / k rows (a multiple of 8), so padding stays under 8 rows per block."""
+    cap = max(64, _CHUNK_ENTRIES // max(k, 1))
+    if n <= cap:
+        return int(n)
+    n_chunks = -(-n // cap)
+    c = -(-n // n_chunks)
+    return int(-(-c // 8) * 8)
+
+
+def _pad_chunks(X: jax.Array, chunk: int, n_valid=None):
+    """Pad rows to a multiple of ``chunk``; return (n_chunks, chunk, d) data and a (n_chunks, chunk) mask.
+
+    Rows at or past ``n_valid`` (traced; default all rows) are padding: they never count.
+    """
+    n, d = X.shape
+    n_chunks = -(-n // chunk)
+    pad = n_chunks * chunk - n
+    Xp = jnp.pad(X, ((0, pad), (0, 0))).reshape(n_chunks, chunk, d)
+    valid = (jnp.arange(n_chunks * chunk) < (n if n_valid is None else n_valid)).reshape(n_chunks, chunk)
+    return Xp, valid
+
+
+def _classify(xc, centers, c_sq):
+    """Closest centre of each row of ``xc`` (b, d): labels (b,) and ‖c‖² - 2x·c at the minimum (b,)."""
+    partial = c_sq[None, :] - 2.0 * (xc @ centers.T)  # ‖x‖² omitted: it does not change the argmin
+    labels = jnp.argmin(partial, axis=1).astype(jnp.int32)
+    return labels, jnp.take_along_axis(partial, labels[:, None], axis=1)[:, 0]
+
+
+def _cluster_sums(xc, labels, w, k):
+    """Per-cluster weighted sums (k, d) and weights (k,).
+
+    On CPU a segment sum is deterministic and O(b·d); elsewhere (GPU scatter order can vary) use a one-hot
+    matmul.
+    """
+    if jax.default_backend() == "cpu":
+        sums = jax.ops.segment_sum(xc * w[:, None], labels, num_segments=k)
+        counts = jax.ops.segment_sum(w, labels, num_segments=k)
+    else:
+        oh = jax.nn.one_hot(labels, k, dtype=xc.dtype) * w[:, None]
+        sums, counts = oh.T @ xc, oh.sum(0)
+    return sums, counts
+
+
+def _fused_step(Xp, x_sq, valid, centers):
+    """One classify + estimate pass over the chunks: labels, squared distances, cluster sums and counts."""
+    k = centers.shape[0]
+    c_sq = jnp.sum(centers * centers, axis=1)
+
+    def body(carry, xs):
+        sums, counts = carry
+        xc, xsq, ok = xs
+        labels, part = _classify(xc, centers, c_sq)
+        w = ok.astype(xc.dtype)
+        s, c = _cluster_sums(xc, labels, w, k)
+        dist = jnp.where(ok, jnp.maximum(part + xsq, 0.0), -1.0)  # padding never counts as "far"
+        return (sums + s, counts + c), (labels, dist)
+
+    init = (jnp.zeros_like(centers), jnp.zeros((k,), centers.dtype))
+    (sums, counts), (labels, dist) = lax.scan(body, init, (Xp, x_sq, valid))
+    return labels, dist, sums, counts
+
+
+def _relocate_empty(Xflat, labels_flat, dist_flat, sums, counts):
+    """Move the points farthest from their centres into empty clusters (scikit-learn's rule), vectorised.
+
+    The r-th empty cluster (by index) receives the r-th farthest point, which leaves its old cluster's sum.
+    Nothing moves when every distance is 0 (more clusters than distinct points).
+    """
+    k = sums.shape[0]
+    empty = counts == 0
+    n_empty = jnp.sum(empty)
+    far = lax.top_k(dist_flat, k)[1]  # (k,) indices of the k farthest points
+    rank = jnp.arange(k)
+    active = (rank < n_empty) & (jnp.max(dist_flat) > 0)
+    empty_ids = jnp.argsort(~empty, stable=True)  # empty cluster ids first, in index order
+    target = jnp.where(active, empty_ids, k)  # k = dropped by one_hot
+    source = jnp.where(active, labels_flat[far], k)
+    xf = Xflat[far]
+    move = jax.nn.one_hot(target, k, dtype=sums.dtype) - jax.nn.one_hot(source, k, dtype=sums.dtype)  # (k, k)
+    return sums + move.T @ xf, counts + move.sum(0)
+
+
+def _estimate(centers, sums, counts):
+    safe = jnp.where(counts > 0, counts, 1.0)
+    return jnp.where((counts > 0)[:, None], sums / safe[:, None], centers)
+
+
+@functools.partial(jax.jit, static_argnames=("max_iter", "chunk"))
+def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None) -> KMeansResult:
+    """Lloyd iterations from given centres until labels stop changing or the centre shift is within ``tol``.
+
+    Parameters
+    ----------
+    X : (n, d) float array
+    centers : (k, d) float array, initial centres.
+    tol : scalar, absolute tolerance on Σ_k ‖c_k^new - c_k^old‖² (scikit-learn scales its ``tol`` by the mean
+        feature variance before passing it here; :class:`KMeans` does the same).
+    max_iter : int (static)
+    chunk : int or None (static), rows per distance block; default from :func:`chunk_size`.
+    n_valid : scalar or None (traced), only the first ``n_valid`` rows are data (the rest is padding that lets
+    one
+        compilation serve several sizes); default all.
+
+    Returns
+    -------
+    KMeansResult
+        Final labels are those of the final centres (a last classify step is run unless the labels were
+        stable),
+        and ``inertia`` is recomputed exactly as Σ ‖x_i - c_{l_i}‖², as scikit-learn does.
+    """
+    n, d = X.shape
+    k = centers.shape[0]
+    chunk = chunk or chunk_size(n, k)
+    centers = centers.astype(X.dtype)
+    tol = jnp.asarray(tol, X.dtype)
+    Xp, valid = _pad_chunks(X, chunk, n_valid)
+    x_sq = jnp.sum(Xp * Xp, axis=2)
+    Xflat = Xp.reshape(-1, d)
+
+    def cond(s: _LloydState):
+        return (s.n_iter < max_iter) & ~s.done
+
+    def body(s: _LloydState):
+        labels, dist, sums, counts = _fused_step(Xp, x_sq, valid, s.centers)
+        sums, counts = lax.cond(
+            jnp.any(counts == 0),
+            _relocate_empty,
+            lambda _x, _l, _d, s_, c_: (s_, c_),
+            Xflat,
+            labels.reshape(-1),
+            dist.reshape(-1),
+            sums,
+            counts,
+        )
+        new = _estimate(s.centers, sums, counts)
+        shift = jnp.sum((new - s.centers) ** 2)
+        strict = jnp.all((labels == s.labels) | ~valid)
+        return _LloydState(new, labels, s.n_iter + 1, strict, strict | (shift <= tol))
+
+    s0 = _LloydState(
+        centers,
+        jnp.full(valid.shape, -1, jnp.int32),
+        jnp.int32(0),
+        jnp.bool_(False),
+        jnp.bool_(max_iter <= 0),
+    )
+    s = lax.while_loop(cond, body, s0)
+
+    # Final classify with the final centres (kept only without strict convergence), then exact inertia.
+    c_sq = jnp.sum(s.centers * s.centers, axis=1)
+
+    def final(_, xs):
+        xc, old, ok = xs
+        new, _part = _classify(xc, s.centers, c_sq)
+        lab = jnp.where(s.strict, old, new)
+        diff = xc - s.centers[lab]
+        return None, (lab, jnp.where(ok, jnp.sum(diff * diff, axis=1), 0.0))
+
+    _, (labels, dist) = lax.scan(final, None, (Xp, s.labels, valid))
+    return KMeansResult(s.centers, labels.reshape(-1)[:n], jnp.sum(dist), s.n_iter)
+
+
+def assign(X, centers, chunk=None):
+    """Closest centre of each row (the classify step): labels (n,) int32 and squared distances (n,)."""
+    return _assign(X, jnp.asarray(centers, X.dtype), chunk=chunk or chunk_size(X.shape[0], centers.shape[0]))
+
+
+@functools.partial(jax.jit, static_argnames=("chunk",))
+def _assign(X, centers, chunk):
+    n = X.shape[0]
+    Xp, _ = _pad_chunks(X, chunk)
+    c_sq = jnp.sum(centers * centers, axis=1)
+
+    def one(xc):
+        lab, part = _classify(xc, centers, c_sq)
+        return lab, jnp.maximum(part + jnp.sum(xc * xc, axis=1), 0.0)
+
+    labels, dist = lax.map(one, Xp)
+    return labels.reshape(-1)[:n], dist.reshape(-1)[:n]
+
+
+@functools.partial(jax.jit, static_argnames=("n_clusters", "n_local_trials"))
+def kmeans_plusplus(key, X, n_clusters: int, n_local_trials: int | None = None, n_valid=None):
+    """Greedy k-means++ seeding (Arthur & Vassilvitskii 2007, greedy variant as in scikit-learn).
+
+    The first centre is a uniform draw; each further centre is the best (lowest resulting potential) of
+    ``n_local_trials`` candidates drawn with probability proportional to the squared distance to the closest
+    centre chosen so far.
+
+    Parameters
+    ----------
+    key : PRNG key
+    X : (n, d) float array
+    n_clusters : int (static)
+    n_local_trials : int or None (static), default ``2 + floor(log k)``.
+    n_valid : scalar or None (traced), rows past it are padding and never chosen.
+
+    Returns
+    -------
+    (n_clusters, d) array of centres (rows of X).
+    """
+    n, d = X.shape
+    trials = n_local_trials or 2 + int(math.log(n_clusters))
+    x_sq = jnp.sum(X * X, axis=1)
+    n_valid = n if n_valid is None else n_valid
+    valid = jnp.arange(n) < n_valid
+    key_first, key_rest = jax.random.split(key)
+    first = jax.random.randint(key_first, (), 0, n_valid)
+
+    def sq_dist_to(idx):  # (m,) indices -> (m, n) squared distances
+        c = X[idx]
+        return jnp.maximum(x_sq[idx][:, None] - 2.0 * (c @ X.T) + x_sq[None, :], 0.0)
+
+    closest = jnp.where(valid, sq_dist_to(first[None])[0], 0.0)
+    centers = jnp.zeros((n_clusters, d), X.dtype).at[0].set(X[first])
+
+    def body(c, carry):
+        centers, closest = carry
+        u = jax.random.uniform(jax.random.fold_in(key_rest, c), (trials,), X.dtype) * jnp.sum(closest)
+        cand = jnp.minimum(jnp.searchsorted(jnp.cumsum(closest), u), n_valid - 1)
+        d_cand = jnp.where(
+            valid[None, :], jnp.minimum(closest[None, :], sq_dist_to(cand)), 0.0
+        )  # (trials, n)
+        best = jnp.argmin(jnp.sum(d_cand, axis=1))
+        return centers.at[c].set(X[cand[best]]), d_cand[best]
+
+    centers, _ = lax.fori_loop(1, n_clusters, body, (centers, closest))
+    return centers
+
+
+@functools.partial(jax.jit, static_argnames=("n_clusters", "n_init", "max_iter", "chunk"))
+def kmeans(
+    key, X, n_clusters: int, n_init: int = 10, max_iter: int = 300, tol=0.0, chunk=None, n_valid=None
+) -> KMeansResult:
+    """k-means++ then Lloyd, ``n_init`` restarts run together under ``vmap``; the lowest inertia is kept.
+
+    ``tol`` is absolute and ``n_valid`` marks padding (see :func:`lloyd`). Returns a :class:`KMeansResult`
+    whose
+    ``n_iter`` is the best run's.
+    """
+    keys = jax.random.split(key, n_init)
+
+    def one(k):
+        c0 = kmeans_plusplus(k, X, n_clusters, n_valid=n_valid)
+        return lloyd(X, c0, tol=tol, max_iter=max_iter, chunk=chunk, n_valid=n_valid)
+
+    runs = jax.vmap(one)(keys)
+    best = jnp.argmin(runs.inertia)
+    return jax.tree.map(lambda a: a[best], runs)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# ----
+# Estimator shell
+# ------------------------------------------------------------------------------------------------------------
+# ----
+
+
+def _check_X(estimator, X, *, reset: bool):
+    """scikit-learn validation (shape, dtype, sparse, n_features_in_) plus jaxclust's NaN check."""
+    from jaxclust.validation import check_array
+
+    X = validate_data(
+        estimator, X, dtype=[np.float64, np.float32], reset=reset, ensure_all_finite=False, order="C"
+    )
+    if not np.isfinite(X).all():
+        check_array(X, name="X", min_rows=1)  # raises InvalidInputError naming the row/column
+    return X
+
+
+def _seed_key(random_state):
+    from jaxclust.validation import prng_key
+
+    return prng_key(random_state)
+
+
+def _check_params(n_clusters, n_init, max_iter, tol, n_samples, cls="KMeans"):
+    if not isinstance(n_clusters, (int, np.integer)) or isinstance(n_clusters, bool) or n_clusters < 1:
+        raise InvalidInputError(f"{cls}: n_clusters must be a positive integer, got {n_clusters!r}")
+    if not isinstance(n_init, (int, np.integer)) or n_init < 1:
+        raise InvalidInputError(f"{cls}: n_init must be a positive integer, got {n_init!r}")
+    if not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise InvalidInputError(f"{cls}: max_iter must be a positive integer, got {max_iter!r}")
+    if not np.isscalar(tol) or not np.isfinite(tol) or tol < 0:
+        raise InvalidInputError(f"{cls}: tol must be a finite number >= 0, got {tol!r}")
+    if n_samples < n_clusters:
+        raise InvalidInputError(f"{cls}: n_samples={n_samples} should be >= n_clusters={n_clusters}")
+
+
+_BUCKET_MAX = 4096
+
+
+def bucket_rows(X: np.ndarray) -> np.ndarray:
+    """Zero-pad small inputs to the next power of two rows (host), so one compilation serves many sizes.
+
+    Inputs above 4096 rows are left alone (padding would cost up to 2x compute); pass ``n_valid`` to the core.
+    """
+    n = X.shape[0]
+    if n > _BUCKET_MAX:
+        return X
+    m = max(16, 1 << (n - 1).bit_length())
+    return np.concatenate([X, np.zeros((m - n,) + X.shape[1:], X.dtype)]) if m > n else X
+
+
+def _x64_for(X):
+    """Scoped float64 for float64 input; float32 input stays float32 (as scikit-learn's KMeans does)."""
+    return jax.enable_x64(X.dtype == np.float64)
+
+
+class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
+    """k-means clustering (Lloyd) with greedy k-means++ seeding, restarts run together under ``vmap``.
+
+    Parameters
+    ----------
+    n_clusters : int, default 8
+    init : {"k-means++", "random"} or (n_clusters, n_features) array, default "k-means++"
+        An array gives the initial centres (then one run, whatever ``n_init``).
+    n_init : int, default 10
+        Restarts; the run with the lowest inertia is kept.
+    max_iter : int, default 300
+    tol : float, default 1e-4
+        Relative tolerance: Lloyd stops when Σ_k ‖Δc_k‖² ≤ tol · mean feature variance (scikit-learn's rule),
+        or when no label changes.
+    random_state : int, None or PRNG key, default 0
+
+    Attributes
+    ----------
+    cluster_centers_ : (n_clusters, n_features) ndarray
+    labels_ : (n_samples,) int ndarray
+    inertia_ : float
+    n_iter_ : int
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0]])
+    >>> KMeans(n_clusters=2, random_state=0).fit(X).inertia_  # doctest: +ELLIPSIS
+    0.01...
+    """
+
+    def __init__(self, n_clusters=8, *, init="k-means++", n_init=10, max_iter=300, tol=1e-4, random_state=0):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        """Compute k-means clustering of X (n_samples, n_features). ``y`` is ignored. Returns self."""
+        del y
+        X = _check_X(self, X, reset=True)
+        n = X.shape[0]
+        _check_params(self.n_clusters, self.n_init, self.max_iter, self.tol, n)
+        k = int(self.n_clusters)
+        mean = X.mean(axis=0)
+        Xc = X - mean  # centring keeps the ‖x‖² - 2x·c + ‖c‖² expansion accurate
+        tol = float(np.mean(np.var(X, axis=0)) * self.tol) if self.tol else 0.0
+        key = _seed_key(self.random_state)
+        with _x64_for(X):
+            Xj = jnp.asarray(bucket_rows(Xc))
+            if isinstance(self.init, str) and self.init in ("k-means++", "random"):
+                if self.init == "k-means++":
+                    res = kmeans(
+                        key, Xj, k, n_init=int(self.n_init), max_iter=int(self.max_iter), tol=tol, n_valid=n
+                    )
+                else:
+                    res = _kmeans_random(
+                        key, Xj, k, n_init=int(self.n_init), max_iter=int(self.max_iter), tol=tol, n_valid=n
+                    )
+            else:
+                init = np.asarray(self.init, dtype=X.dtype)
+                if init.shape != (k, X.shape[1]):
+                    raise InvalidInputError(
+                        f"KMeans: init array has shape {init.shape}, expected {(k, X.shape[1])}"
+                    )
+                if not np.isfinite(init).all():
+                    raise InvalidInputError("KMeans: init array contains NaN or inf")
+                res = lloyd(Xj, jnp.asarray(init - mean), tol=tol, max_iter=int(self.max_iter), n_valid=n)
+            centers, labels, inertia, n_iter = jax.device_get(tuple(res))
+        self.cluster_centers_ = np.asarray(centers, dtype=X.dtype) + mean
+        self.labels_ = np.asarray(labels[:n], dtype=np.int32)
+        self.inertia_ = float(inertia)
+        self.n_iter_ = int(n_iter)
+        return self
+
+    def predict(self, X):
+        """Index of the closest centre for each row of X (n_samples, n_features)."""
+        check_is_fitted(self)
+        X = _check_X(self, X, reset=False)
+        with _x64_for(X):
+            labels, _ = assign(
+                jnp.asarray(bucket_rows(X)), jnp.asarray(self.cluster_centers_.astype(X.dtype))
+            )
+            return np.asarray(labels[: X.shape[0]], dtype=np.int32)
+
+    def transform(self, X):
+        """Euclidean distances (n_samples, n_clusters) to every centre."""
+        check_is_fitted(self)
+        X = _check_X(self, X, reset=False)
+        C = self.cluster_centers_.astype(X.dtype)
+        d2 = (X * X).sum(1)[:, None] - 2.0 * X @ C.T + (C * C).sum(1)[None, :]
+        return np.sqrt(np.maximum(d2, 0.0))
+
+    def score(self, X, y=None):
+        """Opposite of the inertia of X with respect to the fitted centres."""
+        del y
+        return -float(np.sum(self.transform(X).min(axis=1) ** 2))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+
+@functools.partial(jax.jit, static_argnames=("n_clusters", "n_init", "max_iter"))
+def _kmeans_random(key, X, n_clusters, n_init, max_iter, tol, n_valid):
+    """Restarts from ``n_clusters`` distinct rows drawn uniformly."""
+    keys = jax.random.split(key, n_init)
+
+    def one(k):
+        u = jnp.where(jnp.arange(X.shape[0]) < n_valid, jax.random.uniform(k, (X.shape[0],)), 2.0)
+        idx = jnp.argsort(u)[:n_clusters]  # n_clusters distinct valid rows, uniformly
+        return lloyd(X, X[idx], tol=tol, max_iter=max_iter, n_valid=n_valid)
+
+    runs = jax.vmap(one)(keys)
+    best = jnp.argmin(runs.inertia)
+    return jax.tree.map(lambda a: a[best], runs)
+
+
+def __getattr__(name):
+    # COPKMeans / PCKMeans live in jaxclust.constrained_kmeans (imported lazily: it builds on this module).
+    if name in ("COPKMeans", "PCKMeans"):
+        from jaxclust import constrained_kmeans
+
+        return getattr(constrained_kmeans, name)
+    raise AttributeError(f"module 'jaxclust.kmeans' has no attribute {name!r}")

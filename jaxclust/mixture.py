@@ -1,0 +1,467 @@
+"""EM for Gaussian mixtures, in log space, and soft k-means (seed 002's probabilistic reading of k-means).
+
+k-means maximises Σ_i max_c log P(x_i, c) with P(x | c) ∝ exp(-‖x - c‖²) and uniform P(c). Replacing the max
+over
+clusters by the posterior expectation gives EM: the E-step computes responsibilities
+r_ik = P(c = k | x_i) = softmax_k(log π_k + log N(x_i | μ_k, Σ_k)) with ``logsumexp``; the M-step re-estimates
+π_k = N_k / n, μ_k = Σ_i r_ik x_i / N_k and Σ_k (full, diagonal or spherical) plus a covariance floor
+``reg_covar``
+on the diagonal. The mean log-likelihood (1/n) Σ_i log Σ_k π_k N(x_i | μ_k, Σ_k) never decreases (up to the
+floor).
+
+:func:`soft_kmeans` is the isotropic special case of the seed: fixed variance 1/(2β), uniform weights, only
+the
+centres are estimated; as β → ∞ it becomes k-means.
+
+Functional core::
+
+    params = m_step(X, resp, reg_covar, covariance_type)     # GMMParams(weights, means, covariances)
+    fit = em(X, params, tol=1e-3, max_iter=100, reg_covar=1e-6, covariance_type="full")
+    fit.params, fit.log_likelihood (trace, NaN after n_iter), fit.n_iter, fit.converged
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.scipy.linalg import solve_triangular
+from jax.scipy.special import logsumexp
+from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
+from sklearn.utils.validation import check_is_fitted
+
+from jaxclust.errors import InvalidInputError
+from jaxclust.kmeans import _check_X, _seed_key, _x64_for, bucket_rows, kmeans
+
+__all__ = [
+    "GMMParams",
+    "EMResult",
+    "log_gaussian",
+    "e_step",
+    "m_step",
+    "em",
+    "SoftKMeansResult",
+    "soft_kmeans",
+    "GaussianMixture",
+]
+
+_COV_TYPES = ("full", "diag", "spherical")
+
+
+class GMMParams(NamedTuple):
+    """Mixture parameters: weights (k,), means (k, d), covariances (k, d, d) | (k, d) | (k,) by type."""
+
+    weights: jax.Array
+    means: jax.Array
+    covariances: jax.Array
+
+
+class EMResult(NamedTuple):
+    """EM outcome: final params, mean log-likelihood trace (max_iter,) (NaN past n_iter), n_iter, converged.
+
+    ``log_likelihood[t]`` is the mean log-likelihood under the parameters *before* the (t+1)-th M-step, as
+    scikit-learn's ``lower_bounds_``.
+    """
+
+    params: GMMParams
+    log_likelihood: jax.Array
+    n_iter: jax.Array
+    converged: jax.Array
+
+
+def log_gaussian(X, means, covariances, covariance_type: str):
+    """log N(x_i | μ_k, Σ_k) for all pairs, (n, k).
+
+    Full covariances go through their Cholesky factors (one triangular solve per component); diagonal and
+    spherical ones use the matmul expansion Σ_j (x_j² - 2 x_j μ_j + μ_j²) / σ_j².
+    """
+    n, d = X.shape
+    const = d * math.log(2.0 * math.pi)
+    if covariance_type == "full":
+        chol = jnp.linalg.cholesky(covariances)  # (k, d, d)
+
+        def one(mu, L):
+            y = solve_triangular(L, (X - mu).T, lower=True)  # (d, n)
+            return jnp.sum(y * y, axis=0) + 2.0 * jnp.sum(jnp.log(jnp.diagonal(L)))
+
+        maha_logdet = lax.map(lambda a: one(*a), (means, chol))  # (k, n), one component at a time
+        return -0.5 * (const + maha_logdet.T)
+    if covariance_type == "diag":
+        prec = 1.0 / covariances  # (k, d)
+        maha = (X * X) @ prec.T - 2.0 * X @ (means * prec).T + jnp.sum(means * means * prec, axis=1)[None, :]
+        return -0.5 * (const + maha + jnp.sum(jnp.log(covariances), axis=1)[None, :])
+    if covariance_type == "spherical":
+        x_sq = jnp.sum(X * X, axis=1)[:, None]
+        d2 = x_sq - 2.0 * X @ means.T + jnp.sum(means * means, axis=1)[None, :]
+        return -0.5 * (const + d2 / covariances[None, :] + d * jnp.log(covariances)[None, :])
+    raise ValueError(f"covariance_type must be one of {_COV_TYPES}, got {covariance_type!r}")
+
+
+def _mask(X, n_valid):
+    return jnp.arange(X.shape[0]) < (X.shape[0] if n_valid is None else n_valid)
+
+
+def e_step(X, params: GMMParams, covariance_type: str, n_valid=None):
+    """Mean log-likelihood () and log responsibilities (n, k); rows past ``n_valid`` are padding."""
+    joint = jnp.log(params.weights)[None, :] + log_gaussian(
+        X, params.means, params.covariances, covariance_type
+    )
+    norm = logsumexp(joint, axis=1)
+    valid = _mask(X, n_valid)
+    return jnp.sum(jnp.where(valid, norm, 0.0)) / jnp.sum(valid), joint - norm[:, None]
+
+
+def m_step(X, resp, reg_covar, covariance_type: str, n_valid=None) -> GMMParams:
+    """Maximum-likelihood weights, means and covariances from responsibilities (n, k), plus ``reg_covar`` on
+    the diagonal (the floor that keeps a component from collapsing onto one point); rows past ``n_valid`` are
+    ignored."""
+    d = X.shape[1]
+    valid = _mask(X, n_valid)
+    resp = jnp.where(valid[:, None], resp, 0.0)
+    n = jnp.sum(valid).astype(X.dtype)
+    nk = resp.sum(axis=0) + 10.0 * jnp.finfo(X.dtype).eps
+    means = (resp.T @ X) / nk[:, None]
+    if covariance_type == "full":
+
+        def one(a):  # centred per component: no E[xx] - mean² cancellation
+            r, mu, m = a
+            diff = X - mu
+            return (r[:, None] * diff).T @ diff / m + reg_covar * jnp.eye(d, dtype=X.dtype)
+
+        cov = lax.map(one, (resp.T, means, nk))
+    else:
+        # Centred second moment via Σ r (x - μ)² = Σ r x² - N μ² (the float64 path keeps this exact enough).
+        avg_x2 = (resp.T @ (X * X)) / nk[:, None]
+        cov = jnp.maximum(avg_x2 - means * means, 0.0) + reg_covar
+        if covariance_type == "spherical":
+            cov = cov.mean(axis=1)
+    return GMMParams(nk / n, means, cov)
+
+
+@functools.partial(jax.jit, static_argnames=("covariance_type", "max_iter"))
+def em(
+    X,
+    params: GMMParams,
+    tol=1e-3,
+    max_iter: int = 100,
+    reg_covar=1e-6,
+    covariance_type: str = "full",
+    n_valid=None,
+):
+    """EM iterations from ``params`` until the mean log-likelihood changes by less than ``tol``.
+
+    Parameters
+    ----------
+    X : (n, d) ; params : GMMParams initial parameters ; tol, reg_covar : scalars (traced)
+    max_iter : int (static) ; covariance_type : {"full", "diag", "spherical"} (static)
+    n_valid : scalar or None (traced), rows past it are padding.
+
+    Returns
+    -------
+    EMResult
+    """
+    dtype = X.dtype
+    trace0 = jnp.full((max_iter,), jnp.nan, dtype)
+
+    def cond(s):
+        _p, _prev, it, conv, _t = s
+        return (it < max_iter) & ~conv
+
+    def body(s):
+        p, prev, it, _conv, trace = s
+        ll, log_resp = e_step(X, p, covariance_type, n_valid)
+        new = m_step(X, jnp.exp(log_resp), reg_covar, covariance_type, n_valid)
+        # A collapsed component (reg_covar = 0) gives a singular covariance: keep the last finite parameters,
+        # stop.
+        ok = jnp.isfinite(ll) & jnp.all(jnp.array([jnp.all(jnp.isfinite(a)) for a in new]))
+        new = jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, p)
+        return new, ll, it + 1, (jnp.abs(ll - prev) < tol) | ~ok, trace.at[it].set(ll)
+
+    p, _ll, it, conv, trace = lax.while_loop(
+        cond, body, (params, jnp.asarray(-jnp.inf, dtype), jnp.int32(0), jnp.bool_(False), trace0)
+    )
+    return EMResult(p, trace, it, conv)
+
+
+class SoftKMeansResult(NamedTuple):
+    """Soft k-means outcome: centres (k, d), responsibilities (n, k), log-likelihood trace (max_iter,) (NaN
+    past
+    n_iter) of the seed's model up to a constant, n_iter."""
+
+    centers: jax.Array
+    resp: jax.Array
+    log_likelihood: jax.Array
+    n_iter: jax.Array
+
+
+@functools.partial(jax.jit, static_argnames=("max_iter",))
+def soft_kmeans(X, centers, beta=1.0, tol=1e-8, max_iter: int = 100) -> SoftKMeansResult:
+    """Soft k-means: EM for P(x | c) ∝ exp(-β‖x - c‖²) with uniform P(c) (the seed's model), centres only.
+
+    The E-step gives r_ik = softmax_k(-β‖x_i - c_k‖²); the M-step moves each centre to its r-weighted mean.
+    ``log_likelihood[t]`` = (1/n) Σ_i logsumexp_k(-β‖x_i - c_k‖²) - log k under the centres before step t+1
+    (the Gaussian normaliser, a constant, is left out); it never decreases.
+
+    Parameters
+    ----------
+    X : (n, d) ; centers : (k, d) initial centres ; beta : stiffness (traced) ; tol : stop when the trace
+    changes
+    by less than ``tol`` ; max_iter : int (static).
+    """
+    k = centers.shape[0]
+    beta = jnp.asarray(beta, X.dtype)
+    x_sq = jnp.sum(X * X, axis=1)[:, None]
+
+    def estep(c):
+        d2 = jnp.maximum(x_sq - 2.0 * X @ c.T + jnp.sum(c * c, axis=1)[None, :], 0.0)
+        logits = -beta * d2
+        norm = logsumexp(logits, axis=1)
+        return jnp.mean(norm) - math.log(k), jnp.exp(logits - norm[:, None])
+
+    def cond(s):
+        return (s[2] < max_iter) & ~s[3]
+
+    def body(s):
+        c, prev, it, _conv, trace = s
+        ll, r = estep(c)
+        nk = r.sum(0)
+        new = jnp.where((nk > 0)[:, None], (r.T @ X) / jnp.maximum(nk, 1e-300)[:, None], c)
+        return new, ll, it + 1, jnp.abs(ll - prev) < tol, trace.at[it].set(ll)
+
+    s0 = (
+        centers.astype(X.dtype),
+        jnp.asarray(-jnp.inf, X.dtype),
+        jnp.int32(0),
+        jnp.bool_(False),
+        jnp.full((max_iter,), jnp.nan, X.dtype),
+    )
+    c, _ll, it, _conv, trace = lax.while_loop(cond, body, s0)
+    _, r = estep(c)
+    return SoftKMeansResult(c, r, trace, it)
+
+
+@functools.partial(jax.jit, static_argnames=("n_components", "n_init", "max_iter", "covariance_type", "init"))
+def _gmm_restarts(key, X, n_components, n_init, max_iter, tol, reg_covar, covariance_type, init, n_valid):
+    """``n_init`` EM runs under vmap, each from one k-means++/Lloyd run (or random responsibilities)."""
+
+    def one(k):
+        if init == "kmeans":
+            labels = kmeans(k, X, n_components, n_init=1, max_iter=300, tol=0.0, n_valid=n_valid).labels
+            resp = jax.nn.one_hot(labels, n_components, dtype=X.dtype)
+        else:
+            r = jax.random.uniform(k, (X.shape[0], n_components), X.dtype)
+            resp = r / r.sum(1, keepdims=True)
+        return em(
+            X,
+            m_step(X, resp, reg_covar, covariance_type, n_valid),
+            tol=tol,
+            max_iter=max_iter,
+            reg_covar=reg_covar,
+            covariance_type=covariance_type,
+            n_valid=n_valid,
+        )
+
+    return jax.vmap(one)(jax.random.split(key, n_init))
+
+
+class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
+    """Gaussian mixture fitted by EM in log space (scikit-learn's contract and defaults).
+
+    Parameters
+    ----------
+    n_components : int, default 1
+    covariance_type : {"full", "diag", "spherical"}, default "full"
+    tol : float, default 1e-3, on the change of the mean log-likelihood.
+    reg_covar : float, default 1e-6, added to covariance diagonals (floor).
+    max_iter : int, default 100
+    n_init : int, default 1, EM restarts under vmap; the highest final log-likelihood is kept.
+    init_params : {"kmeans", "random"}, default "kmeans"
+    weights_init, means_init : arrays or None; when both ``means_init`` and ``precisions_init`` are given the
+    run
+        starts from them (scikit-learn's precisions convention: inverse covariances).
+    precisions_init : array or None
+    random_state : int, None or PRNG key, default 0
+
+    Attributes
+    ----------
+    weights_ (k,), means_ (k, d), covariances_, precisions_, labels_ (n,), converged_ (bool), n_iter_ (int),
+    lower_bound_ (float, mean log-likelihood at the last iteration), lower_bounds_ (list, the trace).
+    """
+
+    def __init__(
+        self,
+        n_components=1,
+        *,
+        covariance_type="full",
+        tol=1e-3,
+        reg_covar=1e-6,
+        max_iter=100,
+        n_init=1,
+        init_params="kmeans",
+        weights_init=None,
+        means_init=None,
+        precisions_init=None,
+        random_state=0,
+    ):
+        self.n_components = n_components
+        self.covariance_type = covariance_type
+        self.tol = tol
+        self.reg_covar = reg_covar
+        self.max_iter = max_iter
+        self.n_init = n_init
+        self.init_params = init_params
+        self.weights_init = weights_init
+        self.means_init = means_init
+        self.precisions_init = precisions_init
+        self.random_state = random_state
+
+    def _validate_params_gmm(self, n):
+        k = self.n_components
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+            raise InvalidInputError(f"GaussianMixture: n_components must be a positive integer, got {k!r}")
+        if n < k:
+            raise InvalidInputError(f"GaussianMixture: n_samples={n} should be >= n_components={k}")
+        if self.covariance_type not in _COV_TYPES:
+            raise InvalidInputError(
+                f"GaussianMixture: covariance_type must be one of {_COV_TYPES}, got {self.covariance_type!r}"
+            )
+        if self.init_params not in ("kmeans", "random"):
+            raise InvalidInputError(
+                f"GaussianMixture: init_params must be 'kmeans' or 'random', got {self.init_params!r}"
+            )
+        for name in ("tol", "reg_covar"):
+            v = getattr(self, name)
+            if not np.isscalar(v) or not np.isfinite(v) or v < 0:
+                raise InvalidInputError(f"GaussianMixture: {name} must be a finite number >= 0, got {v!r}")
+        for name in ("max_iter", "n_init"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise InvalidInputError(f"GaussianMixture: {name} must be a positive integer, got {v!r}")
+
+    def _user_init(self, X):
+        k, d = self.n_components, X.shape[1]
+        means = np.asarray(self.means_init, X.dtype)
+        prec = np.asarray(self.precisions_init, X.dtype)
+        shapes = {"full": (k, d, d), "diag": (k, d), "spherical": (k,)}
+        if means.shape != (k, d):
+            raise InvalidInputError(f"GaussianMixture: means_init has shape {means.shape}, expected {(k, d)}")
+        if prec.shape != shapes[self.covariance_type]:
+            raise InvalidInputError(
+                f"GaussianMixture: precisions_init has shape {prec.shape}, "
+                f"expected {shapes[self.covariance_type]}"
+            )
+        cov = np.linalg.inv(prec) if self.covariance_type == "full" else 1.0 / prec
+        w = np.full(k, 1.0 / k) if self.weights_init is None else np.asarray(self.weights_init, X.dtype)
+        if w.shape != (k,) or np.any(w < 0) or not np.isclose(w.sum(), 1.0):
+            raise InvalidInputError(
+                "GaussianMixture: weights_init must be (n_components,) non-negative, summing to 1"
+            )
+        return GMMParams(jnp.asarray(w, X.dtype), jnp.asarray(means), jnp.asarray(cov, X.dtype))
+
+    def fit(self, X, y=None):
+        """Estimate the mixture on X (n_samples, n_features) by EM. Returns self."""
+        del y
+        X = _check_X(self, X, reset=True)
+        self._validate_params_gmm(X.shape[0])
+        ct = self.covariance_type
+        n = X.shape[0]
+        with _x64_for(X):
+            Xj = jnp.asarray(bucket_rows(X))
+            if self.means_init is not None and self.precisions_init is not None:
+                res = em(
+                    Xj,
+                    self._user_init(X),
+                    tol=self.tol,
+                    max_iter=int(self.max_iter),
+                    reg_covar=self.reg_covar,
+                    covariance_type=ct,
+                    n_valid=n,
+                )
+                res = jax.tree.map(lambda a: a[None], res)
+            else:
+                res = _gmm_restarts(
+                    _seed_key(self.random_state),
+                    Xj,
+                    int(self.n_components),
+                    int(self.n_init),
+                    int(self.max_iter),
+                    self.tol,
+                    self.reg_covar,
+                    ct,
+                    self.init_params,
+                    n,
+                )
+            res = jax.device_get(res)
+        n_iter = np.asarray(res.n_iter)
+        final_ll = np.array([res.log_likelihood[r, n_iter[r] - 1] for r in range(len(n_iter))])
+        best = int(np.argmax(np.where(np.isnan(final_ll), -np.inf, final_ll)))
+        self.weights_ = np.asarray(res.params.weights[best], dtype=X.dtype)
+        self.means_ = np.asarray(res.params.means[best], dtype=X.dtype)
+        self.covariances_ = np.asarray(res.params.covariances[best], dtype=X.dtype)
+        self.precisions_ = np.linalg.inv(self.covariances_) if ct == "full" else 1.0 / self.covariances_
+        self.n_iter_ = int(n_iter[best])
+        self.converged_ = bool(res.converged[best])
+        self.lower_bounds_ = [float(v) for v in res.log_likelihood[best, : self.n_iter_]]
+        self.lower_bound_ = self.lower_bounds_[-1]
+        self.labels_ = self.predict(X)
+        return self
+
+    def _params(self, dtype):
+        return GMMParams(
+            jnp.asarray(self.weights_, dtype),
+            jnp.asarray(self.means_, dtype),
+            jnp.asarray(self.covariances_, dtype),
+        )
+
+    def _log_resp(self, X):
+        check_is_fitted(self)
+        X = _check_X(self, X, reset=False)
+        with _x64_for(X):
+            joint = np.asarray(
+                _joint(jnp.asarray(bucket_rows(X)), self._params(X.dtype), self.covariance_type)
+            )
+        joint = joint[: X.shape[0]]
+        return joint
+
+    def predict(self, X):
+        """Most probable component of each row, (n,) int."""
+        return np.argmax(self._log_resp(X), axis=1).astype(np.int32)
+
+    def predict_proba(self, X):
+        """Responsibilities (n, k)."""
+        j = self._log_resp(X)
+        return np.exp(j - _np_logsumexp(j)[:, None])
+
+    def score_samples(self, X):
+        """log p(x) of each row, (n,)."""
+        return _np_logsumexp(self._log_resp(X))
+
+    def score(self, X, y=None):
+        """Mean log-likelihood of X."""
+        del y
+        return float(np.mean(self.score_samples(X)))
+
+    def fit_predict(self, X, y=None):
+        return self.fit(X, y).labels_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+
+@functools.partial(jax.jit, static_argnames=("covariance_type",))
+def _joint(X, params, covariance_type):
+    return jnp.log(params.weights)[None, :] + log_gaussian(
+        X, params.means, params.covariances, covariance_type
+    )
+
+
+def _np_logsumexp(a):
+    m = a.max(axis=1, keepdims=True)
+    return (m + np.log(np.exp(a - m).sum(axis=1, keepdims=True)))[:, 0]
