@@ -28,6 +28,17 @@ def info() -> None:
     typer.echo(f"jax {jax.__version__}; backend {jax.default_backend()}; devices {jax.devices()}")
 
 
+def _register() -> None:
+    # Commands live beside the code they drive; importing these modules is cheap (no JAX until a command runs).
+    from jaxclust.cli_active import annotate, demo
+
+    app.command(help=demo.__doc__)(demo)
+    app.command(help=annotate.__doc__)(annotate)
+
+
+_register()
+
+
 def main() -> None:  # pragma: no cover - console entry
     app()
 

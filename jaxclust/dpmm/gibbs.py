@@ -33,6 +33,13 @@ from jax.scipy.special import gammaln
 
 from jaxclust.dpmm.alpha import escobar_west
 
+# Smallest cannot-link table width: wide enough that early rounds of active learning never re-compile the sweep.
+MIN_PARTNER_CAPACITY = 8
+
+
+def _next_pow2(x: int) -> int:
+    return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
+
 __all__ = ["GroupData", "GibbsState", "prepare", "init", "sweep", "build_kernel", "log_joint", "pad_capacity"]
 
 
@@ -87,20 +94,21 @@ def prepare(
     family : a prepared family (``family.check(X)`` already applied)
     dtype : float dtype of the statistics
     partner_capacity : int, optional
-        Width of the cannot-link partner table (default: the largest degree rounded up to a power of two); a
-        fixed width keeps the compiled sweep across rounds of added constraints.
+        Width of the cannot-link partner table (default: the largest degree rounded up to a power of two, and at
+        least ``MIN_PARTNER_CAPACITY``, so an unconstrained fit and the first active-learning rounds share one
+        compiled sweep); a fixed width keeps the compiled sweep across rounds of added constraints.
     """
     n = X.shape[0]
     if constraints is None:
         group_of = np.arange(n, dtype=np.int32)
         n_groups = n
-        partners = np.full((n, partner_capacity or 1), -1, dtype=np.int32)
+        partners = np.full((n, partner_capacity or MIN_PARTNER_CAPACITY), -1, dtype=np.int32)
     else:
         group_of = np.asarray(constraints.group_of, dtype=np.int32)
         n_groups = constraints.n_groups
         cap = partner_capacity
-        if cap is not None and cap < constraints.max_degree:
-            cap = None  # outgrown: fall back to the geometric default
+        if cap is None or cap < constraints.max_degree:  # unset or outgrown: the geometric default
+            cap = max(MIN_PARTNER_CAPACITY, _next_pow2(constraints.max_degree))
         partners = constraints.cannot_partners(cap, n_rows=n)
     stats = family.group_stats(X, group_of, n)
     log_const = float(np.sum(stats.coef)) if hasattr(stats, "coef") else 0.0

@@ -1,0 +1,170 @@
+"""Oracles answer "are items i and j in the same cluster?" with ``"must"``, ``"cannot"`` or ``"unknown"``.
+
+An oracle is any callable ``oracle(i, j) -> str`` (or an object with such an ``answer`` method);
+:class:`~jaxclust.active.ActiveLearner` accepts both. ``"unknown"`` ("don't know") is recorded and that pair
+is never asked again. Raising :class:`SessionStopped` ends a session cleanly (the person typed ``q`` or closed
+stdin).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+import numpy as np
+
+from jaxclust.errors import InvalidInputError
+from jaxclust.validation import check_index, check_labels, seed_from
+
+__all__ = ["GoldOracle", "NoisyOracle", "InteractiveOracle", "SessionStopped", "ask"]
+
+
+class SessionStopped(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """Raised by an oracle to end the session; answers already given are kept."""
+
+
+def ask(oracle: Any, i: int, j: int) -> str:
+    """Call an oracle (object with ``answer`` or plain callable) and check its reply."""
+    fn = oracle.answer if hasattr(oracle, "answer") else oracle
+    reply = fn(i, j)
+    if reply is True:
+        reply = "must"
+    elif reply is False:
+        reply = "cannot"
+    elif reply is None:
+        reply = "unknown"
+    if reply not in ("must", "cannot", "unknown"):
+        raise InvalidInputError(
+            f"oracle: answered {reply!r} for pair ({i}, {j}); expected 'must', 'cannot' or 'unknown'"
+        )
+    return reply
+
+
+class GoldOracle:
+    """Answers from gold labels: must-link iff ``labels[i] == labels[j]`` (always consistent).
+
+    Parameters
+    ----------
+    labels : array-like of int, shape (n,)
+    """
+
+    def __init__(self, labels):
+        self.labels = labels
+        self._labels = check_labels(labels, name="labels")
+        self.n_asked = 0
+
+    def answer(self, i: int, j: int) -> str:
+        i = check_index(i, len(self._labels), "i")
+        j = check_index(j, len(self._labels), "j")
+        self.n_asked += 1
+        return "must" if self._labels[i] == self._labels[j] else "cannot"
+
+    __call__ = answer
+
+
+class NoisyOracle(GoldOracle):
+    """A gold oracle whose answer is flipped with probability ``flip_rate``.
+
+    The flip of a pair is a deterministic function of ``(random_state, min(i, j), max(i, j))``, so asking the
+    same pair twice gives the same answer and results do not depend on the order of the questions.
+
+    Parameters
+    ----------
+    labels : array-like of int, shape (n,)
+    flip_rate : float in [0, 1]
+    random_state : int or None
+    """
+
+    def __init__(self, labels, flip_rate: float = 0.1, random_state=0):
+        super().__init__(labels)
+        self.flip_rate = flip_rate
+        self.random_state = random_state
+        rate = float(flip_rate)
+        if not 0.0 <= rate <= 1.0:
+            raise InvalidInputError(f"flip_rate: must be in [0, 1], got {flip_rate!r}")
+        self._rate = rate
+        self._seed = seed_from(random_state)
+
+    def answer(self, i: int, j: int) -> str:
+        gold = super().answer(i, j)
+        a, b = min(int(i), int(j)), max(int(i), int(j))
+        if np.random.default_rng([self._seed, a, b]).random() < self._rate:
+            return "cannot" if gold == "must" else "must"
+        return gold
+
+    __call__ = answer
+
+
+class InteractiveOracle:
+    """Asks a person at the terminal.
+
+    Parameters
+    ----------
+    names : sequence of str, optional
+        Display name of each item (default: ``"item <i>"``).
+    contexts : sequence of str, optional
+        Extra text shown under each item's name (an example sentence, a snippet).
+    input_fn : callable, optional
+        Reads one reply line (default :func:`input`); end of input stops the session.
+    output : text stream, optional
+        Where prompts go (default ``sys.stdout``).
+
+    Replies: ``y``/``yes``/``m`` (must-link), ``n``/``no``/``c`` (cannot-link), ``d``/``?``/``skip`` (don't
+    know), ``q``/``quit`` (stop; raises :class:`SessionStopped`). Anything else asks again.
+    """
+
+    _MUST = {"y", "yes", "m", "must"}
+    _CANNOT = {"n", "no", "c", "cannot"}
+    _UNKNOWN = {"d", "?", "dk", "skip", "unknown", "don't know"}
+    _QUIT = {"q", "quit", "exit"}
+
+    def __init__(
+        self,
+        names: Sequence[str] | None = None,
+        contexts: Sequence[str] | None = None,
+        input_fn: Callable[[str], str] | None = None,
+        output: TextIO | None = None,
+    ):
+        self.names = names
+        self.contexts = contexts
+        self.input_fn = input_fn
+        self.output = output
+        self.n_asked = 0
+
+    def _describe(self, i: int) -> str:
+        name = str(self.names[i]) if self.names is not None else f"item {i}"
+        text = f"  [{i}] {name}"
+        if self.contexts is not None and self.contexts[i]:
+            text += f"\n        {self.contexts[i]}"
+        return text
+
+    def answer(self, i: int, j: int) -> str:
+        out = self.output if self.output is not None else sys.stdout
+        read = self.input_fn if self.input_fn is not None else input
+        self.n_asked += 1
+        print(f"\nQuestion {self.n_asked}: do these two belong in the same cluster?", file=out)
+        print(self._describe(i), file=out)
+        print(self._describe(j), file=out)
+        while True:
+            print(
+                "  [y]es (must-link) / [n]o (cannot-link) / [d]on't know / [q]uit > ",
+                end="",
+                file=out,
+                flush=True,
+            )
+            try:
+                reply = read("").strip().lower()
+            except EOFError as exc:
+                raise SessionStopped("end of input") from exc
+            if reply in self._MUST:
+                return "must"
+            if reply in self._CANNOT:
+                return "cannot"
+            if reply in self._UNKNOWN:
+                return "unknown"
+            if reply in self._QUIT:
+                raise SessionStopped("quit")
+            print(f"  (did not understand {reply!r})", file=out)
+
+    __call__ = answer
