@@ -2,7 +2,7 @@
 Lee.
 
     python experiments/icc.py --quick --out runs/icc_quick      # minutes on a laptop CPU
-    python experiments/icc.py --out runs/icc              # larger samples (experiments/README_icc.md)
+    python experiments/icc.py --out runs/icc              # larger samples (experiments/README.md)
 
 Writes ``results.json`` and ``icc_curves.png`` / ``downstream.png`` into ``--out``. Needs the evaluation data
 (``JAXCLUST_DATA`` or ``../shared/data``).
