@@ -25,7 +25,10 @@ def main(argv=None) -> None:
     ap.add_argument("--metric", action="append", default=None, help="metric(s) to draw (default v_beta)")
     ap.add_argument("--title", default="")
     args = ap.parse_args(argv)
-    runs = json.loads(Path(args.active).read_text())["runs"] + json.loads(Path(args.baselines).read_text())["runs"]
+    runs = (
+        json.loads(Path(args.active).read_text())["runs"]
+        + json.loads(Path(args.baselines).read_text())["runs"]
+    )
     plot_curves(runs, args.out, metrics=tuple(args.metric or ["v_beta"]), title=args.title)
     print("wrote", args.out)
 

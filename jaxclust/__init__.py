@@ -31,8 +31,20 @@ _LAZY: dict[str, str] = {
     "ConstrainedAgglomerative": "jaxclust.icc",
     "ICC": "jaxclust.icc",
 }
-_SUBMODULES = ("active", "constraints", "datasets", "dpmm", "errors", "icc", "kmeans", "l3m", "metrics",
-               "mixture", "text", "validation")
+_SUBMODULES = (
+    "active",
+    "constraints",
+    "datasets",
+    "dpmm",
+    "errors",
+    "icc",
+    "kmeans",
+    "l3m",
+    "metrics",
+    "mixture",
+    "text",
+    "validation",
+)
 
 __all__ = sorted(_LAZY) + list(_SUBMODULES) + ["__version__"]
 

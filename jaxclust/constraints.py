@@ -74,7 +74,16 @@ class Constraints:
     :class:`~jaxclust.errors.ConstraintError`. Exact duplicates are kept once.
     """
 
-    __slots__ = ("_n", "_log", "_dropped", "_on_conflict", "_group_of", "_cl_group_keys", "_cl_groups", "_groups")
+    __slots__ = (
+        "_n",
+        "_log",
+        "_dropped",
+        "_on_conflict",
+        "_group_of",
+        "_cl_group_keys",
+        "_cl_groups",
+        "_groups",
+    )
 
     def __init__(
         self,
@@ -171,7 +180,10 @@ class Constraints:
 
     @classmethod
     def from_pairs(
-        cls, n: int, constraints: Iterable[tuple[int, int, Any]], on_conflict: Literal["raise", "drop"] = "raise"
+        cls,
+        n: int,
+        constraints: Iterable[tuple[int, int, Any]],
+        on_conflict: Literal["raise", "drop"] = "raise",
     ) -> Constraints:
         """Build from an ordered sequence of ``(i, j, kind)`` with kind ``"must"``/``"cannot"`` (or True/False)."""
         log = []
@@ -205,8 +217,11 @@ class Constraints:
         a, b = np.triu_indices(len(idx), k=1)
         ia, ib = idx[a], idx[b]
         same = labels[ia] == labels[ib]
-        return cls(n, must_link=zip(ia[same].tolist(), ib[same].tolist(), strict=True),
-                   cannot_link=zip(ia[~same].tolist(), ib[~same].tolist(), strict=True))
+        return cls(
+            n,
+            must_link=zip(ia[same].tolist(), ib[same].tolist(), strict=True),
+            cannot_link=zip(ia[~same].tolist(), ib[~same].tolist(), strict=True),
+        )
 
     def _with(self, i: int, j: int, must: bool) -> Constraints:
         obj = Constraints.__new__(Constraints)
@@ -385,7 +400,9 @@ class Constraints:
 
     @classmethod
     def from_dict(cls, d: dict) -> Constraints:
-        obj = cls.from_pairs(d["n"], [tuple(c) for c in d.get("constraints", [])], d.get("on_conflict", "raise"))
+        obj = cls.from_pairs(
+            d["n"], [tuple(c) for c in d.get("constraints", [])], d.get("on_conflict", "raise")
+        )
         obj._dropped = tuple(((int(i), int(j)), str(k)) for i, j, k in d.get("dropped", []))
         return obj
 

@@ -50,7 +50,9 @@ def check_array(
         arr = np.asarray(X)
     except Exception as exc:  # ragged lists and the like
         raise InvalidInputError(f"{name}: cannot be converted to an array ({exc})") from exc
-    if arr.dtype == object:  # numbers boxed as objects (pandas, lists of Decimals) are fine; anything else is not
+    if (
+        arr.dtype == object
+    ):  # numbers boxed as objects (pandas, lists of Decimals) are fine; anything else is not
         try:
             arr = arr.astype(np.float64)
         except TypeError as exc:
@@ -95,7 +97,9 @@ def check_array(
     return arr
 
 
-def check_labels(labels: Any, n: int | None = None, name: str = "labels", *, min_length: int = 0) -> np.ndarray:
+def check_labels(
+    labels: Any, n: int | None = None, name: str = "labels", *, min_length: int = 0
+) -> np.ndarray:
     """Validate a 1-D array of integer labels (any integer ids, negative allowed) and return it as int64.
 
     Float arrays are accepted only when every value is integral (``[0., 1., 1.]``); strings are rejected
@@ -171,7 +175,9 @@ def seed_from(random_state: Any) -> int:
         return int(random_state.randint(0, 2**31 - 1))
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(0, 2**31 - 1))
-    raise InvalidInputError(f"random_state: expected None, an int or a NumPy RNG, got {type(random_state).__name__}")
+    raise InvalidInputError(
+        f"random_state: expected None, an int or a NumPy RNG, got {type(random_state).__name__}"
+    )
 
 
 def prng_key(random_state: Any = None):

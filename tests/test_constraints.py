@@ -101,7 +101,9 @@ def test_conflict_message_names_pair_and_chain():
 
 def test_drop_policy_keeps_the_earliest():
     c = Constraints.from_pairs(
-        5, [(0, 3, "cannot"), (0, 1, "must"), (1, 2, "must"), (2, 3, "must"), (3, 4, "must")], on_conflict="drop"
+        5,
+        [(0, 3, "cannot"), (0, 1, "must"), (1, 2, "must"), (2, 3, "must"), (3, 4, "must")],
+        on_conflict="drop",
     )
     assert c.dropped == (((2, 3), "must"),)
     assert c.status(0, 3) == "cannot" and c.status(3, 4) == "must"
@@ -139,8 +141,14 @@ def test_from_labels_all_pairs():
     labels = np.array([4, 4, 7, 7, 9, 4])
     c = Constraints.from_labels(labels, [0, 2, 3, 5])
     assert c.n == 6
-    expect = {(0, 5, "must"), (2, 3, "must"), (0, 2, "cannot"), (0, 3, "cannot"), (2, 5, "cannot"),
-              (3, 5, "cannot")}
+    expect = {
+        (0, 5, "must"),
+        (2, 3, "must"),
+        (0, 2, "cannot"),
+        (0, 3, "cannot"),
+        (2, 5, "cannot"),
+        (3, 5, "cannot"),
+    }
     assert set(c.pairs) == expect
     assert c.status(1, 0) is None  # unlabelled item 1 gets nothing
 
