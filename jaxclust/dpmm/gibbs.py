@@ -31,14 +31,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
+from jaxclust.constraints import _next_pow2
 from jaxclust.dpmm.alpha import escobar_west
 
 # Smallest cannot-link table width: wide enough that early rounds of active learning never re-compile the sweep.
 MIN_PARTNER_CAPACITY = 8
-
-
-def _next_pow2(x: int) -> int:
-    return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
 
 __all__ = ["GroupData", "GibbsState", "prepare", "init", "sweep", "build_kernel", "log_joint", "pad_capacity"]
 
