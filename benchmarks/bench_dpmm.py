@@ -4,11 +4,18 @@ collapsed Gibbs of the same model (diagonal Normal-Gamma DPMM, fixed alpha), bot
 The NumPy reference is what one writes by hand: one Python step per item, vectorised over the occupied
 components (plus the new one), float64, per-component posterior parameters updated incrementally.
 
+Our side, by default (``--capacity auto``), is what ``DPMM().fit`` runs: ``jaxclust.dpmm.chains.run_chains`` with
+its own slot policy (slots track the occupied count, grown when needed); two warm-up calls of the same size
+first (burn-in from the random start, and the compiles), then the timed call continues from the warm-up's final
+labels (a growth inside the timed call would be timed, compile included: the summary reports growths).
+``--capacity N`` instead times the block function alone with N slots, as before.
+
 Usage::
 
     python benchmarks/bench_dpmm.py                 # N=2000, D=35; 1, 16, 64 chains; short scale curve
     python benchmarks/bench_dpmm.py --quick         # smaller, for a smoke run
     python benchmarks/bench_dpmm.py --chains 1024 --no-scale   # e.g. on a GPU
+    python benchmarks/bench_dpmm.py --host-devices 2 --no-scale   # chains sharded over 2 CPU cores
 
 Prints one line per configuration and a JSON summary (``--out FILE`` writes it).
 """
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 
@@ -149,20 +157,65 @@ def time_jax(X, prior, alpha, n_chains, sweeps, capacity):
     return n_chains * len(X) * sweeps / dt, compile_and_first, overflow, k_occ
 
 
+def time_jax_auto(X, prior, alpha, n_chains, sweeps):
+    """Our side as ``DPMM().fit`` runs it: ``run_chains`` with the default capacity policy (no hand-picked
+    slots). Returns the rate of the timed call, the warm-up wall time, the final capacity, the growths and
+    overflow redos (warm-up + timed), and the mean occupied count."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxclust.dpmm import chains, gibbs
+    from jaxclust.dpmm.model import _prepare_family
+
+    fam, Xs = _prepare_family(X, prior)
+    fam = fam.astype(jnp.float32)
+    data = gibbs.prepare(Xs, None, fam)
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 10, (n_chains, len(X)))  # the NumPy reference's starting law
+    kw = dict(alpha=alpha, alpha_prior=None, n_burnin=0, n_samples=1, thin=sweeps)
+    t = time.perf_counter()
+    warm = chains.run_chains(jax.random.key(0), data, fam, labels, **kw)
+    # a second warm-up from the first one's end compiles the capacity the timed call starts at
+    warm2 = chains.run_chains(jax.random.key(2), data, fam, warm.final_labels, **kw)
+    warm_s = time.perf_counter() - t
+    t = time.perf_counter()
+    res = chains.run_chains(jax.random.key(1), data, fam, warm2.final_labels, **kw)
+    dt = time.perf_counter() - t
+    growths = warm.n_capacity_growths + warm2.n_capacity_growths + res.n_capacity_growths
+    redos = warm.n_overflow_redos + warm2.n_overflow_redos + res.n_overflow_redos
+    k_occ = float(np.mean(res.n_components))
+    return n_chains * len(X) * sweeps / dt, warm_s, res.capacity, growths, redos, k_occ
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=2000)
     p.add_argument("--d", type=int, default=35)
     p.add_argument("--chains", type=int, nargs="+", default=[1, 16, 64])
-    p.add_argument("--capacity", type=int, default=32)
+    p.add_argument(
+        "--capacity",
+        default="auto",
+        help="'auto' (default): the estimator's slot policy via run_chains; an int: the block function alone "
+        "with that many slots",
+    )
     p.add_argument("--sweeps", type=int, default=4)
     p.add_argument("--numpy-sweeps", type=int, default=2)
     p.add_argument("--no-scale", action="store_true")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=None)
+    p.add_argument(
+        "--host-devices",
+        type=int,
+        default=None,
+        help="split the CPU into this many XLA host devices (chains shard over them, one core each); "
+        "must be set before JAX starts, so it only works when this script is what imports JAX",
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.n, args.d, args.chains, args.sweeps, args.numpy_sweeps = 500, 10, [1, 16], 2, 1
+    if args.host_devices:
+        flag = f"--xla_force_host_platform_device_count={args.host_devices}"
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
 
     import jax
 
@@ -174,6 +227,9 @@ def main(argv=None):
         "runs": [],
     }
     alpha = 1.0
+    auto = args.capacity == "auto"
+    capacity = None if auto else int(args.capacity)
+    summary = []
 
     def one(n, d, chain_list):
         X = make_data(n, d)
@@ -181,13 +237,23 @@ def main(argv=None):
         ref_rate, ref_k = time_numpy(X, prior.check(X), alpha, args.numpy_sweeps)
         print(f"N={n} D={d}: numpy reference {ref_rate:,.0f} point-updates/s (K={ref_k})", flush=True)
         for c in chain_list:
-            rate, first, overflow, k_occ = time_jax(X, prior, alpha, c, args.sweeps, args.capacity)
+            if auto:
+                rate, first, cap, growths, redos, k_occ = time_jax_auto(X, prior, alpha, c, args.sweeps)
+                overflow = False
+                how = f"auto capacity {cap}, {growths} growths, {redos} overflow redos"
+            else:
+                rate, first, overflow, k_occ = time_jax(X, prior, alpha, c, args.sweeps, capacity)
+                cap, growths, redos = capacity, 0, 0
+                how = f"fixed capacity {cap}{', OVERFLOW' if overflow else ''}"
             ratio = rate / ref_rate
             print(
                 f"  chains={c:5d}: {rate:,.0f} chain-point-updates/s  ratio {ratio:6.1f}x  "
-                f"(compile+first {first:.1f}s, K~{k_occ:.1f}/{args.capacity}"
-                f"{', OVERFLOW' if overflow else ''})",
+                f"(compile+first {first:.1f}s, K~{k_occ:.1f}; {how})",
                 flush=True,
+            )
+            summary.append(
+                f"SUMMARY N={n} D={d} chains={c}: ours/NumPy = {ratio:.1f}x "
+                f"({rate:,.0f} vs {ref_rate:,.0f} point-updates/s; {how}; {jax.device_count()} device(s))"
             )
             results["runs"].append(
                 {
@@ -197,7 +263,10 @@ def main(argv=None):
                     "ours_per_s": rate,
                     "numpy_per_s": ref_rate,
                     "ratio": ratio,
-                    "capacity": args.capacity,
+                    "capacity_mode": "auto" if auto else "fixed",
+                    "capacity": cap,
+                    "capacity_growths": growths,
+                    "overflow_redos": redos,
                     "k_occupied": k_occ,
                     "overflow": overflow,
                 }
@@ -208,6 +277,7 @@ def main(argv=None):
         for n, d in [(500, 35), (8000, 35), (2000, 8), (2000, 100)]:
             one(n, d, [1, 64])
     print(json.dumps(results, indent=1))
+    print("\n".join(summary))
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)

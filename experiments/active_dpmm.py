@@ -15,12 +15,21 @@ Per data set (each writes ``<out>/<set>.json`` and ``<out>/<set>.png``):
 * the unsupervised DPMM's pairwise link accuracy (round 0), and how many active constraints reach the V-beta
   that random selection has at its last point.
 
+Component prior (``--prior-scale``): the DPMM's data-driven Normal-Gamma prior has a component width ``scale``
+(a component's expected variance is ``scale`` x the data's, per dimension; the DPMM's default is 0.5).
+``--prior-scale auto`` chooses it WITHOUT labels by empirical Bayes: for each scale in ``--eb-grid`` the
+unsupervised DPMM is fitted on the training part of ``--eb-folds`` disjoint random splits (``--eb-test-frac``
+held out) and scored by the held-out log posterior predictive density per point (mixture over the retained
+samples; each sample's predictive is the CRP-weighted mixture of its components' Student-t predictives plus a new
+component); the scale with the highest mean score is used (``--eb-only``: select and stop).
+
 JSON layout (other methods can append runs): ``{"meta": {...}, "runs": [{"name", "strategy", "batch_size",
 "seed", "seconds", "history": [one dict per round: n_queries, n_constraints, v_beta, v_measure, homogeneity,
 completeness, vi, link_accuracy, n_clusters, queries, ...]}], "summary": {...}}``.
 
     python experiments/active_dpmm.py --quick --out results/active_quick
     python experiments/active_dpmm.py --sets bio-fine general --out results/active
+    python experiments/active_dpmm.py --sets bio-fine --prior-scale auto --eb-only
 """
 
 from __future__ import annotations
@@ -29,11 +38,16 @@ import argparse
 import json
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.scipy.special import gammaln, logsumexp
 
 SETS = ("general", "general-full", "bio-top", "bio-mid", "bio-fine")
+EB_GRID = (0.5, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01)
 
 
 def load_set(name: str, data_dir: str | None = None) -> tuple[np.ndarray, np.ndarray, str]:
@@ -57,19 +71,124 @@ def preprocess(X: np.ndarray, n_components: int = 35, seed: int = 0) -> np.ndarr
     return (W - W.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
 
 
+def _ng_heldout_logpred(prior, X_train, samples, alphas, X_test) -> np.ndarray:
+    """(S, m) ``ln p(x | X_train, z_s, alpha_s)`` for each retained sample s and held-out row x.
+
+    Each sample's predictive is the CRP mixture ``sum_k n_k/(N+alpha) t_k(x) + alpha/(N+alpha) t_0(x)`` with
+    the Normal-Gamma posterior-predictive Student-t ``t_k`` of component k (prior predictive ``t_0``).
+    """
+    samples = np.asarray(samples)
+    p = prior.check(np.asarray(X_train))  # broadcasts mean / rate to (D,)
+    args = (p.mean, p.kappa, p.shape, p.rate, X_train, samples, np.asarray(alphas), X_test)
+    return np.asarray(_ng_logpred(*(jnp.asarray(a) for a in args), int(samples.max()) + 1))
+
+
+@partial(jax.jit, static_argnums=8)
+def _ng_logpred(m0, k0, a0, b0, X_train, samples, alphas, X_test, K):
+    N = X_train.shape[0]
+
+    def one(z, alpha):
+        onehot = jax.nn.one_hot(z, K, dtype=X_train.dtype)  # (N, K)
+        n = onehot.sum(0)
+        xbar = (onehot.T @ X_train) / jnp.maximum(n, 1.0)[:, None]
+        m2 = onehot.T @ (X_train - xbar[z]) ** 2  # centred: no cancellation in float32
+        kn = k0 + n
+        mn = (k0 * m0 + n[:, None] * xbar) / kn[:, None]
+        an = a0 + 0.5 * n
+        bn = b0 + 0.5 * m2 + 0.5 * (k0 * n / kn)[:, None] * (xbar - m0) ** 2
+        # row K = a new (empty) component: the prior predictive
+        kn, an = jnp.append(kn, k0), jnp.append(an, a0)
+        mn, bn = jnp.vstack([mn, m0[None]]), jnp.vstack([bn, b0[None]])
+        logw = jnp.append(jnp.where(n > 0, jnp.log(jnp.maximum(n, 1.0)), -jnp.inf), jnp.log(alpha))
+        logw = logw - jnp.log(N + alpha)
+        s2 = 2.0 * bn * ((kn + 1.0) / kn)[:, None]  # (K+1, D): nu * squared t scale
+        const = (gammaln(an + 0.5) - gammaln(an))[:, None] - 0.5 * jnp.log(jnp.pi * s2)
+        r = (X_test[:, None, :] - mn[None]) ** 2 / s2[None]  # (m, K+1, D)
+        lt = jnp.sum(const[None] - (an + 0.5)[None, :, None] * jnp.log1p(r), -1)  # (m, K+1)
+        return logsumexp(lt + logw[None], axis=1)
+
+    return jax.vmap(one)(samples, alphas)
+
+
+def heldout_score(prior, X_train, samples, alphas, X_test) -> float:
+    """Mean over held-out rows of ``ln (1/S) sum_s p(x | X_train, z_s, alpha_s)`` (posterior predictive)."""
+    lp = _ng_heldout_logpred(prior, X_train, samples, alphas, X_test)
+    return float(np.mean(np.logaddexp.reduce(lp, axis=0) - np.log(lp.shape[0])))
+
+
+def select_prior_scale(
+    X: np.ndarray, model, grid=EB_GRID, n_folds: int = 2, test_frac: float = 0.2, seed: int = 0, echo=print
+) -> tuple[float, list[dict]]:
+    """Empirical Bayes choice of ``NormalGamma.from_data(., scale)`` without labels.
+
+    For each scale, the unsupervised ``model`` (its sampler settings, prior replaced) is fitted on the training
+    rows of ``n_folds`` disjoint random held-out sets (``test_frac`` of the rows each) and scored by
+    :func:`heldout_score`; returns the scale with the highest mean score and one row per scale.
+    """
+    from sklearn.base import clone
+
+    from jaxclust.dpmm import NormalGamma
+    from jaxclust.errors import InvalidInputError
+
+    grid = [float(g) for g in grid]
+    if not grid or any(not np.isfinite(g) or g <= 0 for g in grid):
+        raise InvalidInputError(f"eb grid: scales must be positive and finite, got {grid}")
+    if not 0 < test_frac < 1 or n_folds < 1 or n_folds * test_frac > 1:
+        raise InvalidInputError(
+            f"eb folds/test fraction: need n_folds >= 1 and 0 < n_folds * test_frac <= 1, "
+            f"got {n_folds} x {test_frac}"
+        )
+    X = np.asarray(X, float)
+    n = X.shape[0]
+    m = max(1, int(round(test_frac * n)))
+    perm = np.random.default_rng(seed).permutation(n)
+    rows = []
+    for scale in grid:
+        scores, n_comp, lj = [], [], []
+        for f in range(n_folds):
+            test = np.zeros(n, bool)
+            test[perm[f * m : (f + 1) * m]] = True
+            prior = NormalGamma.from_data(X[~test], scale=scale)
+            fit = clone(model).set_params(prior=prior).fit(X[~test])
+            scores.append(heldout_score(prior, X[~test], fit.samples_, fit.alpha_samples_, X[test]))
+            n_comp.append(float(np.mean([len(np.unique(s)) for s in fit.samples_])))
+            lj.append(float(np.mean(fit.log_joint_)) / (n - m))
+        row = {
+            "scale": scale,
+            "heldout_logpred": float(np.mean(scores)),
+            "heldout_logpred_folds": scores,
+            "n_clusters": float(np.mean(n_comp)),
+            "log_joint_per_item": float(np.mean(lj)),
+        }
+        rows.append(row)
+        echo(
+            f"  eb scale {scale:g}: held-out log predictive {row['heldout_logpred']:.4f} per item "
+            f"(folds {', '.join(f'{v:.4f}' for v in scores)}), {row['n_clusters']:.1f} clusters, "
+            f"log joint {row['log_joint_per_item']:.3f} per item"
+        )
+    best = max(rows, key=lambda r: r["heldout_logpred"])["scale"]
+    if at_grid_edge(rows):
+        # e.g. zero-heavy features: the Gaussian likelihood grows without bound as components narrow
+        echo(f"  eb WARNING: the best scale {best:g} is at the edge of the grid: no optimum inside it")
+    return best, rows
+
+
+def at_grid_edge(rows: list[dict]) -> bool:
+    """True if the best-scoring scale of ``select_prior_scale``'s rows is the grid's smallest or largest."""
+    scales = [r["scale"] for r in rows]
+    best = max(rows, key=lambda r: r["heldout_logpred"])["scale"]
+    return len(scales) > 1 and best in (min(scales), max(scales))
+
+
 def run_set(name: str, args, echo=print) -> dict:
+    from sklearn.base import clone
+
     from jaxclust.demo import plot_curves, queries_to_reach, run_curves
     from jaxclust.dpmm import DPMM
 
     X_raw, y, desc = load_set(name, args.data_dir)
     X = preprocess(X_raw, args.nmf_dims, args.seed)
-    prior = None
-    if args.prior_scale is not None:  # finer components than the DPMM's data-driven default (scale 0.5)
-        from jaxclust.dpmm import NormalGamma
-
-        prior = NormalGamma.from_data(X, scale=args.prior_scale)
     model = DPMM(
-        prior=prior,
         n_chains=args.n_chains,
         n_burnin=args.n_burnin,
         n_samples=args.n_samples,
@@ -78,20 +197,54 @@ def run_set(name: str, args, echo=print) -> dict:
         max_components=args.max_components,
         random_state=args.seed,
     )
+    out = Path(args.out)
+    scale, selection = args.prior_scale, None
+    if scale == "auto":  # empirical Bayes on the features only (no labels)
+        t0 = time.perf_counter()
+        scale, rows = select_prior_scale(
+            X, model, args.eb_grid, args.eb_folds, args.eb_test_frac, args.seed, echo=echo
+        )
+        selection = {
+            "criterion": "held-out log posterior predictive per item (unsupervised DPMM)",
+            "grid": list(args.eb_grid),
+            "folds": args.eb_folds,
+            "test_frac": args.eb_test_frac,
+            "selected_scale": scale,
+            "at_grid_edge": at_grid_edge(rows),
+            "rows": rows,
+            "seconds": time.perf_counter() - t0,
+        }
+        echo(f"[{name}] empirical Bayes prior scale: {scale:g} ({selection['seconds']:.0f} s)")
+        if args.eb_only:
+            path = out / f"{name}{args.tag}_eb.json"
+            cmd = " ".join(["python"] + sys.argv)
+            path.write_text(
+                json.dumps(
+                    {"set": name, "description": desc, "command": cmd, "selection": selection}, indent=1
+                )
+            )
+            return {"selection": selection}
+    if scale is not None:  # a finer/coarser component than the DPMM's data-driven default (scale 0.5)
+        from jaxclust.dpmm import NormalGamma
+
+        model.set_params(prior=NormalGamma.from_data(X, scale=float(scale)))
     min_samples = max(4, args.n_chains * args.n_samples // 8)
-    strategies = [("active (batch)", "batch", args.al_batch, args.seed)]
-    if args.compare_naive:
-        strategies.append((f"active {args.al_batch} (naive top-B)", "naive_batch", args.al_batch, args.seed))
-    runs = run_curves(
-        X,
-        y,
-        model,
-        strategies,
-        args.n_active,
-        min_samples=min_samples,
-        warm_burnin=args.warm_burnin,
-        progress=args.progress,
-    )
+    runs = []
+    # each active seed seeds the DPMM's fits (the features and the random runs stay the same)
+    for seed in args.active_seeds or [args.seed]:
+        strategies = [("active (batch)", "batch", args.al_batch, seed)]
+        if args.compare_naive:
+            strategies.append((f"active {args.al_batch} (naive top-B)", "naive_batch", args.al_batch, seed))
+        runs += run_curves(
+            X,
+            y,
+            clone(model).set_params(random_state=seed),
+            strategies,
+            args.n_active,
+            min_samples=min_samples,
+            warm_burnin=args.warm_burnin,
+            progress=args.progress,
+        )
     runs += run_curves(
         X,
         y,
@@ -113,7 +266,8 @@ def run_set(name: str, args, echo=print) -> dict:
         "random_final_n_constraints": random_runs[0]["history"][-1]["n_constraints"],
         "random_final_v_beta_mean": target,
         "active_final_n_constraints": active[0]["history"][-1]["n_constraints"],
-        "active_final_v_beta": active[0]["history"][-1]["v_beta"],
+        "active_final_v_beta": float(np.mean([r["history"][-1]["v_beta"] for r in active])),
+        "active_seeds": [r["seed"] for r in active],
         "active_constraints_to_reach_random_final": reach,
     }
     meta = {
@@ -122,18 +276,18 @@ def run_set(name: str, args, echo=print) -> dict:
         "n_items": int(X.shape[0]),
         "nmf_dims": int(X.shape[1]),
         "model": {k: v for k, v in model.get_params().items() if k != "prior"},
-        "prior_scale": args.prior_scale,
+        "prior_scale": None if scale is None else float(scale),
+        "prior_selection": selection,
         "warm_burnin": args.warm_burnin,
         "min_samples": min_samples,
         "command": " ".join(["python"] + sys.argv),
         "date": time.strftime("%Y-%m-%d"),
     }
     result = {"meta": meta, "runs": runs, "summary": summary}
-    out = Path(args.out)
-    (out / f"{name}.json").write_text(json.dumps(result, indent=1, default=_jsonable))
+    (out / f"{name}{args.tag}.json").write_text(json.dumps(result, indent=1, default=_jsonable))
     plot_curves(
         runs,
-        out / f"{name}.png",
+        out / f"{name}{args.tag}.png",
         metrics=("v_beta", "homogeneity", "completeness", "link_accuracy"),
         title=f"{desc}: constrained DPMM, active vs random constraints",
     )
@@ -157,6 +311,15 @@ def _jsonable(o):
     return str(o)
 
 
+def _scale_arg(v: str):
+    if v == "auto":
+        return v
+    x = float(v)
+    if not np.isfinite(x) or x <= 0:
+        raise argparse.ArgumentTypeError(f"--prior-scale: must be positive or 'auto', got {v}")
+    return x
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="bio-top only, small sampler, 30 active / 60 random")
@@ -177,10 +340,22 @@ def main(argv=None) -> None:
     ap.add_argument("--warm-burnin", type=int, default=20)
     ap.add_argument(
         "--prior-scale",
-        type=float,
+        type=_scale_arg,
         default=None,
-        help="NormalGamma.from_data scale (default: the DPMM's prior)",
+        help="NormalGamma.from_data scale, or 'auto' (empirical Bayes over --eb-grid; default: the DPMM's prior)",
     )
+    ap.add_argument("--eb-grid", type=float, nargs="+", default=list(EB_GRID))
+    ap.add_argument("--eb-folds", type=int, default=2, help="disjoint held-out sets for --prior-scale auto")
+    ap.add_argument("--eb-test-frac", type=float, default=0.2)
+    ap.add_argument("--eb-only", action="store_true", help="with --prior-scale auto: select, write, stop")
+    ap.add_argument(
+        "--active-seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="DPMM seeds of the active runs (default: --seed); the summary averages their curves",
+    )
+    ap.add_argument("--tag", default="", help="suffix for output file names (keeps earlier runs' files)")
     ap.add_argument(
         "--max-components",
         type=int,

@@ -22,6 +22,7 @@ import numpy as np
 from jax import lax
 from jax.scipy.special import entr
 
+from jaxclust.constraints import _next_pow2
 from jaxclust.errors import InvalidInputError
 from jaxclust.validation import check_array
 
@@ -165,10 +166,6 @@ def _top_pairs(samples, weights, group_of, partners, *, k: int, block: int):
 
 
 _MIN_PARTNERS = 8  # smallest width of the padded cannot-link table (fewer recompiles as degrees grow)
-
-
-def _next_pow2(x: int) -> int:
-    return 1 << max(0, int(x) - 1).bit_length()
 
 
 def group_arrays(constraints, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@ retained sample ever comes from a truncated sampler. Chains shard over devices w
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import jax
@@ -18,7 +19,21 @@ import numpy as np
 
 from jaxclust.dpmm import gibbs
 
-__all__ = ["ChainResult", "run_chains", "repair_labels", "initial_labels", "TRACE_COUNTER"]
+__all__ = [
+    "ChainResult",
+    "run_chains",
+    "repair_labels",
+    "initial_labels",
+    "initial_capacity",
+    "grown_capacity",
+    "TRACE_COUNTER",
+]
+
+# Slots beyond the largest occupied count: one free slot for a new component, one spare.
+HEADROOM = 2
+# Capacities are multiples of this (fewer distinct compiled shapes) and grow by GROWTH.
+SLOT_STEP = 4
+GROWTH = 1.5
 
 # Python-side count of traces of the block function (tests use it to check that new constraints re-use the
 # compile).
@@ -33,7 +48,8 @@ class ChainResult(NamedTuple):
     trace_log_joint, trace_alpha, trace_n_components : (C, n_burnin + S * thin) every sweep
     final_labels : (C, n_items) labels of each chain's last state
     capacity : int, final number of slots
-    n_capacity_growths : int
+    n_capacity_growths : int, number of times the slots grew (proactively or after an overflow)
+    n_overflow_redos : int, number of blocks redone because a chain ran out of slots
     """
 
     samples: np.ndarray
@@ -46,6 +62,7 @@ class ChainResult(NamedTuple):
     final_labels: np.ndarray
     capacity: int
     n_capacity_growths: int
+    n_overflow_redos: int = 0
 
 
 @functools.partial(jax.jit, static_argnames=("n_sweeps",))
@@ -119,6 +136,24 @@ def _next_pow2(x: int) -> int:
     return 1 << max(0, int(x) - 1).bit_length()
 
 
+def _round_slots(k: int) -> int:
+    return SLOT_STEP * -(-int(k) // SLOT_STEP)
+
+
+def initial_capacity(max_occupied: int, n_groups: int, capacity: int | None = None) -> int:
+    """Starting slots: at least ``capacity``, at least ``max_occupied + HEADROOM`` rounded up to a multiple of
+    ``SLOT_STEP``, and at most ``n_groups`` (enough for any partition; never below ``max_occupied``)."""
+    want = max(int(capacity or 0), _round_slots(int(max_occupied) + HEADROOM))
+    return max(int(max_occupied), 1, min(want, int(n_groups)))
+
+
+def grown_capacity(capacity: int, max_occupied: int, n_groups: int) -> int:
+    """Next capacity: x``GROWTH`` and at least ``max_occupied + HEADROOM``, a multiple of ``SLOT_STEP``, capped at
+    ``n_groups``."""
+    want = max(_round_slots(math.ceil(GROWTH * capacity)), _round_slots(int(max_occupied) + HEADROOM))
+    return min(want, max(int(n_groups), capacity))
+
+
 def _shard(states, n_chains: int):
     devices = jax.devices()
     if len(devices) < 2 or n_chains % len(devices):
@@ -139,7 +174,7 @@ def run_chains(
     n_burnin: int = 100,
     n_samples: int = 20,
     thin: int = 5,
-    capacity: int = 32,
+    capacity: int | None = None,
     progress: bool = False,
 ) -> ChainResult:
     """Run ``C = len(group_labels)`` chains from group labels (C, n_rows) satisfying the constraints.
@@ -156,12 +191,16 @@ def run_chains(
     alpha_prior : (shape, rate) or None
     n_burnin, n_samples, thin : int
         Sweeps before the first retained sample, retained samples per chain, sweeps between retained samples.
-    capacity : int
-        Initial number of slots; grows (doubling) when a chain runs out.
+    capacity : int, optional
+        Smallest initial number of slots (default: from the initial labels, see the module docstring); grows
+        when the chains need more.
     """
     group_labels = np.asarray(group_labels, dtype=np.int32)
     n_chains = group_labels.shape[0]
-    capacity = max(int(capacity), _next_pow2(int(group_labels.max()) + 2))
+    n_groups = int(np.sum(np.asarray(data.valid)))
+    # slots in use: labels index slots directly (repaired labels are compact: this is the component count)
+    n_used = int(group_labels[:, :n_groups].max()) + 1 if n_groups else 1
+    capacity = initial_capacity(n_used, n_groups, capacity)
     dtype = data.n_items.dtype
     # alpha fixed or inferred is a traced flag, so both share one compile
     infer = alpha_prior is not None
@@ -175,7 +214,7 @@ def run_chains(
     n_burn_blocks = -(-n_burnin // thin) if n_burnin > 0 else 0
     blocks = [(min(thin, n_burnin - b * thin), False) for b in range(n_burn_blocks)]
     blocks += [(thin, True)] * n_samples
-    growths = 0
+    growths = redos = 0
     traces, kept = [], []
     iterator = range(len(blocks))
     if progress:
@@ -193,11 +232,21 @@ def run_chains(
                 break
             # a chain needed a slot it did not have: grow, and redo the block from its start with the same
             # keys
-            capacity *= 2
+            if capacity >= n_groups:  # cannot happen (see the module docstring); never loop forever
+                raise RuntimeError(f"DPMM sampler overflowed with {capacity} slots for {n_groups} groups")
+            capacity = grown_capacity(capacity, capacity, n_groups)
             growths += 1
+            redos += 1
             states = _shard(gibbs.pad_capacity(states, family, capacity), n_chains)
         states = new_states
-        traces.append(jax.device_get((lj[:n_active], kk[:n_active], al[:n_active])))
+        trace = jax.device_get((lj[:n_active], kk[:n_active], al[:n_active]))
+        traces.append(trace)
+        occupied = int(trace[1].max()) if n_active > 0 else 0
+        if occupied + HEADROOM > capacity and capacity < n_groups and b + 1 < len(blocks):
+            # proactive growth: cheaper than an overflow, which would redo a block
+            capacity = grown_capacity(capacity, occupied, n_groups)
+            growths += 1
+            states = _shard(gibbs.pad_capacity(states, family, capacity), n_chains)
         if keep:
             kept.append(
                 jax.device_get((states.z, states.log_joint, states.alpha, jnp.sum(states.counts > 0, -1)))
@@ -215,4 +264,4 @@ def run_chains(
         t_lj, t_k, t_al = (np.concatenate([t[i] for t in traces], axis=0).T for i in range(3))
     else:
         t_lj = t_k = t_al = np.zeros((n_chains, 0))
-    return ChainResult(samples, lj, al, kk, t_lj, t_al, t_k, final, capacity, growths)
+    return ChainResult(samples, lj, al, kk, t_lj, t_al, t_k, final, capacity, growths, redos)

@@ -120,7 +120,9 @@ def sample(
         Gamma prior: alpha is then inferred by Escobar-West (exact: constraints are treated as observations).
     n_chains, n_burnin, n_samples, thin : int
     capacity : int, optional
-        Initial number of component slots (default ``min(16, next_pow2(n))``); grows when a chain runs out.
+        Smallest initial number of component slots. By default the slots track the occupied count (start at the
+        initial components + 2, rounded up to a multiple of 4; grow x1.5 when a chain comes within 2 of the
+        capacity, or runs out: see :mod:`jaxclust.dpmm.chains`). Never a truncation.
     init_labels : array, shape (n_chains, n), optional
         Warm start; repaired to satisfy the constraints first.
     partner_capacity : int, optional
@@ -144,11 +146,13 @@ def sample(
     family = family.astype(dtype)
     key = prng_key(key)
     k_init, k_run = jax.random.split(key)
-    if capacity is None:
-        capacity = min(16, chains._next_pow2(n))
-    capacity = _check_int(capacity, "capacity", 1)
+    if capacity is not None:
+        capacity = _check_int(capacity, "capacity", 1)
     if init_labels is None:
-        item_labels = chains.initial_labels(k_init, n_chains, n, n_start=max(1, min(8, capacity // 2)))
+        # starting components: half the old default capacity min(16, next_pow2(n)) (or of an explicit one), so
+        # a seed gives the same initial labels, and the same draws, as before the slots tracked occupancy
+        n_start = max(1, min(8, (capacity or min(16, chains._next_pow2(n))) // 2))
+        item_labels = chains.initial_labels(k_init, n_chains, n, n_start=n_start)
     else:
         item_labels = np.asarray(init_labels)
         if item_labels.ndim == 1:
@@ -189,7 +193,8 @@ def coclustering(samples: np.ndarray) -> np.ndarray:
 class DPMM(ClusterMixin, BaseEstimator):
     """Dirichlet process mixture with must-link / cannot-link constraints, sampled by collapsed Gibbs.
 
-    Many chains run at once (``vmap``; sharded over devices when several are present). The defaults follow
+    Many chains run at once (``vmap``; sharded over devices when several are present: on a multi-core CPU, set
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>`` before JAX starts). The defaults follow
     Vlachos et al. (2010): 5 chains, 100 burn-in sweeps, 20 samples per chain, 5 sweeps apart.
 
     Parameters
@@ -206,10 +211,10 @@ class DPMM(ClusterMixin, BaseEstimator):
         observations (likelihood 1[z satisfies C]), so that update is exact.
     n_chains, n_burnin, n_samples, thin : int
     max_components : int, optional
-        Initial number of component slots per chain (default ``min(16, next_pow2(n))``). Not a truncation:
-        when
-        a chain needs more, the slots double and the block of sweeps is redone (counted in
-        ``n_capacity_growths_``).
+        Smallest initial number of component slots per chain (default: the initial components + 2, rounded up
+        to a multiple of 4). Not a truncation: the slots grow x1.5 when a chain comes within 2 of the capacity,
+        and when a chain runs out the block of sweeps is also redone (counted in ``n_capacity_growths_`` and
+        ``n_overflow_redos_``).
     random_state : int, optional
 
     Attributes
@@ -222,6 +227,8 @@ class DPMM(ClusterMixin, BaseEstimator):
     final_labels_ : ndarray (n_chains, n_items) - last state of each chain (warm start for the next fit)
     diagnostics_ : dict - ``r_hat``/``ess`` per trace name and the per-sweep ``traces``
     n_capacity_growths_ : int
+    n_overflow_redos_ : int
+    capacity_ : int - final number of component slots
     """
 
     def __init__(
@@ -290,6 +297,7 @@ class DPMM(ClusterMixin, BaseEstimator):
         self.final_labels_ = res.final_labels.astype(np.int64)
         self.n_capacity_growths_ = int(res.n_capacity_growths)
         self.capacity_ = int(res.capacity)
+        self.n_overflow_redos_ = int(res.n_overflow_redos)
         self.n_features_in_ = np.asarray(X).shape[1]
         diag = chain_diagnostics(
             {"log_joint": res.log_joint, "n_components": res.n_components, "alpha": res.alpha}

@@ -8,9 +8,9 @@ the cyclic Bregman projection of the authors' released code (``ItmlAlg.m``), one
     beta = delta_c alpha / (1 - delta_c alpha p)
     xi_c <- 1 / (1/xi_c + delta_c alpha / gamma),  lambda_c <- lambda_c - alpha,  A <- A + beta (A v)(A v)^T
 
-with ``gamma' = gamma / (gamma + 1)``. A sweep is a ``lax.scan`` over the (padded) constraints; sweeps run in
-a ``lax.while_loop`` until ``||lambda - lambda_old||_1 / (||lambda||_2 + ||lambda_old||_2) < tol``. Everything
-runs in float64 (``1/p - 1/xi`` cancels in float32).
+with ``gamma' = gamma / (gamma + 1)``. A sweep is a ``lax.fori_loop`` over the constraints (4 per iteration,
+stopping after the last real one); sweeps run in a ``lax.while_loop`` until ``||lambda - lambda_old||_1 /
+(||lambda||_2 + ||lambda_old||_2) < tol``. Everything runs in float64 (``1/p - 1/xi`` cancels in float32).
 
 Example
 -------
@@ -44,6 +44,8 @@ __all__ = [
     "default_bounds",
     "pairwise_sq_mahalanobis",
 ]
+
+_UNROLL = 4  # projections per loop iteration (fewer loop-control steps; 4 measured best of 1, 2, 4, 8)
 
 
 class ITMLState(NamedTuple):
@@ -99,20 +101,34 @@ def itml_sweep(
     """
     gamma_proj = jnp.where(jnp.isinf(gamma), 1.0, gamma / (gamma + 1.0))
     inv_gamma = jnp.where(jnp.isinf(gamma), 0.0, 1.0 / gamma)
+    m = V.shape[0]
+    mu = -(-m // _UNROLL) * _UNROLL
+    pad = mu - m  # padded rows are masked out
+    Vq = jnp.pad(V, ((0, pad), (0, 0)))
+    dq, mq, lq = jnp.pad(delta, (0, pad)), jnp.pad(mask, (0, pad)), jnp.pad(state.lam, (0, pad))
+    xq = jnp.pad(state.xi, (0, pad), constant_values=1.0)
+    # the loop stops after the last real constraint: padding at the end of V costs nothing
+    n_blocks = (jnp.max(jnp.where(mq, jnp.arange(mu) + 1, 0)) + _UNROLL - 1) // _UNROLL
 
-    def project(A, c):
-        # lambda_c and xi_c travel as scan inputs/outputs (each is touched once per sweep): only A is carried
-        v, dlt, ok, lam_c, xi_c = c
-        Av = A @ v
-        p = jnp.where(ok, v @ Av, 1.0)
-        alpha = jnp.minimum(lam_c, dlt * gamma_proj * (1.0 / p - 1.0 / xi_c))
-        alpha = jnp.where(ok, alpha, 0.0)
-        beta = dlt * alpha / (1.0 - dlt * alpha * p)
-        xi_new = 1.0 / (1.0 / xi_c + dlt * alpha * inv_gamma)
-        A = A + beta * jnp.outer(Av, Av)
-        return A, (lam_c - alpha, xi_new)
+    def block(b, carry):
+        A, alphas = carry
+        for u in range(_UNROLL):  # unrolled by hand: a dynamic trip count rules out scan's unroll
+            k = b * _UNROLL + u
+            v, dlt, ok, lam_c, xi_c = Vq[k], dq[k], mq[k], lq[k], xq[k]
+            Av = A @ v
+            p = jnp.where(ok, v @ Av, 1.0)
+            alpha = jnp.minimum(lam_c, dlt * gamma_proj * (1.0 / p - 1.0 / xi_c))
+            alpha = jnp.where(ok, alpha, 0.0)
+            beta = dlt * alpha / (1.0 - dlt * alpha * p)
+            A = A + beta * jnp.outer(Av, Av)
+            alphas = alphas.at[k].set(alpha)
+        return A, alphas
 
-    A, (lam, xi) = jax.lax.scan(project, state.A, (V, delta, mask, state.lam, state.xi), unroll=4)
+    A, alphas = jax.lax.fori_loop(0, n_blocks, block, (state.A, jnp.zeros((mu,), V.dtype)))
+    # lambda_c and xi_c depend only on their own alpha: updated for all constraints at once after the pass
+    alphas = alphas[:m]
+    lam = state.lam - alphas
+    xi = 1.0 / (1.0 / state.xi + delta * alphas * inv_gamma)
     A = 0.5 * (A + A.T)  # keep exact symmetry against rounding drift
     normsum = jnp.linalg.norm(lam) + jnp.linalg.norm(state.lam_old)
     conv = jnp.where(
@@ -225,7 +241,7 @@ def _pairs_from_input(pairs, y, n: int):
     yy = np.asarray(y).ravel()
     if yy.shape[0] != P.shape[0]:
         raise InvalidInputError(f"y: length {yy.shape[0]} does not match {P.shape[0]} pairs")
-    bad = ~np.isin(yy, (-1, 1))
+    bad = (yy != 1) & (yy != -1)  # not np.isin: ~10x slower on small arrays
     if bad.any():
         raise InvalidInputError(
             f"y: entry {int(np.flatnonzero(bad)[0])} is {yy[bad][0]!r}, expected +1 or -1"
@@ -314,7 +330,8 @@ class ITML(BaseEstimator):
         order = np.argsort(-yy, kind="stable")  # similar first, as metric-learn
         P, yy = P[order], yy[order]
         V = X[P[:, 0]] - X[P[:, 1]]
-        keep = np.linalg.norm(V, axis=1) > 1e-12 * max(1.0, float(np.abs(X).max()))
+        scale = max(1.0, float(X.max()), -float(X.min()))  # max |X| without a temporary copy
+        keep = np.linalg.norm(V, axis=1) > 1e-12 * scale
         V, yy = V[keep], yy[keep]
         m = V.shape[0]
         mp = _bucket(m, self.padding)
@@ -326,19 +343,14 @@ class ITML(BaseEstimator):
         mask[:m] = True
         bnd = np.where(delta > 0, upper, lower)
         with jax.enable_x64(True):
+            # NumPy arguments go straight to the jitted solver (jnp.asarray first costs ~0.25 ms per call)
             st = itml_solve(
-                jnp.asarray(A0),
-                jnp.asarray(Vp),
-                jnp.asarray(delta),
-                jnp.asarray(mask),
-                jnp.asarray(bnd),
-                jnp.asarray(gamma, jnp.float64),
-                jnp.asarray(float(self.tol)),
-                max_iter=int(self.max_iter),
+                A0, Vp, delta, mask, bnd, np.float64(gamma), np.float64(self.tol), max_iter=int(self.max_iter)
             )
-            A = np.asarray(st.A, dtype=np.float64)
-            self.n_iter_ = int(st.n_sweeps)
-            self.lambda_ = np.asarray(st.lam)[:m]
+            A, n_sweeps, lam = jax.device_get((st.A, st.n_sweeps, st.lam))
+        A = np.asarray(A, dtype=np.float64)
+        self.n_iter_ = int(n_sweeps)
+        self.lambda_ = np.asarray(lam)[:m]
         self.mahalanobis_ = A
         try:
             self.components_ = np.linalg.cholesky(A).T  # A = L^T L

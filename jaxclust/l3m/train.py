@@ -1,6 +1,8 @@
 """Training L3M scorers with optax: one jitted step (grad + update) over a padded batch of documents.
 
-* :func:`train_step` -- mini-batch of documents (vmapped inside :func:`~jaxclust.l3m.loss.batch_loss`).
+* :func:`train_step` -- mini-batch of documents (vmapped inside :func:`~jaxclust.l3m.loss.batch_loss`);
+  for a plain :class:`~jaxclust.l3m.model.LinearScorer` the default (chunked) step uses the closed-form
+  gradient :func:`~jaxclust.l3m.loss.linear_value_and_grad`, other scorers ``jax.value_and_grad``.
 * :func:`online_epoch` -- the seed's per-item SGD: one optimizer update per item, a ``lax.scan`` over
   documents and
   items inside one jit.
@@ -24,13 +26,21 @@ import numpy as np
 import optax
 
 from jaxclust.errors import InvalidInputError
-from jaxclust.l3m.constraints import apply_constraints
 from jaxclust.l3m.document import pad_batch
-from jaxclust.l3m.loss import batch_loss, document_losses, item_loss, link_logits
+from jaxclust.l3m.loss import (
+    batch_loss,
+    document_losses,
+    item_loss,
+    item_weights,
+    linear_value_and_grad,
+    link_logits,
+)
+from jaxclust.l3m.model import LinearScorer
 
 __all__ = [
     "make_optimizer",
     "auto_chunk",
+    "closed_form",
     "train_step",
     "online_epoch",
     "eval_loss",
@@ -71,14 +81,10 @@ def _params(scorer):
     return eqx.partition(scorer, eqx.is_inexact_array)
 
 
-def _item_weights(batch, weight):
-    """Weight ``(B, M)`` of every item in :func:`batch_loss`: ``1 / (m_d * D)`` for items that count, else
-    0."""
-    _, cand, dummy_ok = apply_constraints(jnp.zeros(batch.cand.shape), batch.cand, batch.codes, weight)
-    valid = ((batch.gold_new & dummy_ok) | (batch.gold & cand).any(-1)) & batch.item
-    n_items = valid.sum(-1, keepdims=True)
-    n_docs = (n_items > 0).sum()
-    return jnp.where(valid, 1.0 / (jnp.maximum(n_items, 1) * jnp.maximum(n_docs, 1)), 0.0)
+def closed_form(scorer) -> bool:
+    """Whether :func:`train_step` uses the closed-form gradient (plain :class:`LinearScorer` only: a subclass
+    may override the score or the penalty, so it goes through autodiff)."""
+    return type(scorer) is LinearScorer
 
 
 def _chunked_value_and_grad(params, static, batch, gamma, l2, weight, chunk):
@@ -89,7 +95,7 @@ def _chunked_value_and_grad(params, static, batch, gamma, l2, weight, chunk):
     backward pass touch the same few MB of features, which keeps them in cache on a CPU (the whole-batch pass
     streams the feature tensor from memory twice).
     """
-    wts = _item_weights(batch, weight)
+    wts = item_weights(batch, weight)
     fields = (batch.features, batch.cand, batch.gold, batch.gold_new, batch.item, batch.codes, wts)
 
     def body(c, acc):
@@ -111,16 +117,29 @@ def _chunked_value_and_grad(params, static, batch, gamma, l2, weight, chunk):
 
 
 @eqx.filter_jit
-def train_step(scorer, opt_state, batch, gamma, l2, weight, update_fn, chunk=None):
+def train_step(scorer, opt_state, batch, gamma, l2, weight, update_fn, chunk=None, autodiff=False):
     """One optimizer step on a DocBatch; returns ``(scorer, opt_state, loss)``.
 
-    ``chunk`` (static int, a power of two): accumulate the gradient over blocks of that many items (same
-    result,
-    faster on CPU for large batches); ``None`` differentiates the whole batch at once.
+    ``chunk`` (static int dividing the padded item count ``M``, or ``>= M``): accumulate the gradient over
+    blocks of items (same result, faster on CPU for large batches); ``None`` differentiates the whole batch at
+    once. With a ``chunk``, a plain :class:`LinearScorer` takes the closed-form gradient
+    (:func:`~jaxclust.l3m.loss.linear_value_and_grad`, blocks of ``chunk`` items) unless ``autodiff=True``;
+    other scorers take ``jax.value_and_grad`` over blocks of ``chunk`` items of every document at once (see
+    :func:`auto_chunk` for the block sizes that suit each path).
     """
     params, static = _params(scorer)
     n_items = batch.cand.shape[1]
-    if chunk is None or chunk >= n_items:
+    if chunk is not None and (chunk < 1 or (chunk < n_items and n_items % chunk)):
+        # a block straddling the end would silently drop the last items
+        raise InvalidInputError(
+            f"chunk must be a positive divisor of the padded item count {n_items} (or >= it), got {chunk}"
+        )
+    if chunk is not None and closed_form(scorer) and not autodiff:
+        loss, gw, gd = linear_value_and_grad(
+            params.weight, params.dummy, batch, gamma, l2, weight, min(chunk, n_items)
+        )
+        grads = eqx.tree_at(lambda p: (p.weight, p.dummy), params, (gw, gd))
+    elif chunk is None or chunk >= n_items:
 
         def objective(p):
             return batch_loss(eqx.combine(p, static), batch, gamma, l2, weight)
@@ -183,12 +202,20 @@ def make_batches(docs, batch_size: int, dtype=None):
     ]
 
 
-def auto_chunk(batch, budget: int = 1 << 20) -> int:
-    """Items per gradient block: the largest power of two with ``B * chunk * A * F <= budget`` feature
-    values."""
+def auto_chunk(batch, budget: int | None = None, linear: bool = False) -> int:
+    """Items per gradient block for :func:`train_step`: the largest power of two dividing the padded item
+    count ``M`` whose block holds at most ``budget`` feature values.
+
+    A block is ``B * chunk * A * F`` values on the autodiff path (default budget ``2**20``) and
+    ``chunk * A * F`` on the closed-form linear path (``linear=True``, default budget ``2**16``: the float32
+    copy of a block, 256 KB, stays in L2 for both contractions; fastest in benchmarks/bench_l3m.py).
+    """
     b, m, a, f = batch.features.shape
+    if budget is None:
+        budget = 1 << 16 if linear else 1 << 20
+    per_item = a * f if linear else b * a * f
     chunk = 1
-    while chunk * 2 <= m and b * chunk * 2 * a * f <= budget:
+    while m % (chunk * 2) == 0 and chunk * 2 * per_item <= budget:  # a power of two dividing M
         chunk *= 2
     return chunk
 
@@ -255,7 +282,7 @@ def fit_scorer(
         losses = []
         for b in rng.permutation(len(batches)):
             if mode == "batch":
-                c = auto_chunk(batches[b]) if chunk == "auto" else chunk
+                c = auto_chunk(batches[b], linear=closed_form(scorer)) if chunk == "auto" else chunk
                 scorer, opt_state, loss = train_step(
                     scorer, opt_state, batches[b], gamma, l2, weight, opt.update, chunk=c
                 )

@@ -259,3 +259,25 @@ def test_other_families_match_exact_posterior(name):
     exact /= exact.sum()
     freq = sample_frequencies(res.samples, parts)
     assert 0.5 * np.abs(freq - exact).sum() <= 0.03
+
+
+def test_growing_from_too_few_slots_keeps_the_exact_law():
+    """Every chain starts in one component with 4 slots for 6 items, so the slots must grow (to 6, the number
+    of items) while sampling: the retained samples still follow the exact posterior. A growth that truncated the
+    sampler (e.g. dropped the "new component" option while full) or mis-copied the state would bias it."""
+    res = sample(
+        11,
+        X6,
+        None,
+        NormalGamma(**PRIOR),
+        alpha=0.8,
+        n_chains=N_CHAINS,
+        n_burnin=10,
+        n_samples=N_SAMPLES,
+        thin=2,
+        init_labels=np.zeros(6, dtype=int),
+    )
+    assert res.n_capacity_growths >= 1 and res.capacity == 6
+    parts, exact = exact_posterior(X6, None, alpha=0.8)
+    freq = sample_frequencies(res.samples, parts)
+    assert 0.5 * np.abs(freq - exact).sum() <= 0.03

@@ -23,6 +23,9 @@ from jaxclust.errors import ConstraintConflictError, ConstraintError, InvalidInp
 RNG = np.random.default_rng(1)
 X12 = np.concatenate([RNG.normal(c, 0.4, size=(4, 2)) for c in (-3.0, 0.0, 3.0)])
 KW = dict(n_chains=4, n_burnin=4, n_samples=4, thin=2)  # shared shapes: one compile serves most tests
+# 19 points on a unit grid and near-duplicates of 9 of them: ~19 components under a tight-variance prior
+GRID = np.stack(np.meshgrid(np.arange(5.0), np.arange(4.0)), -1).reshape(-1, 2)[:19]
+X28 = np.concatenate([GRID, GRID[:9] + RNG.normal(0, 1e-3, (9, 2))])
 
 
 def _ng_log_marginal(x, mean, kappa, shape, rate):
@@ -109,12 +112,59 @@ def test_capacity_grows_instead_of_truncating():
     init = np.zeros((4, 12), dtype=int)
     grown = DPMM(prior=prior, alpha=5.0, max_components=8, **KW).fit(X12, c, init_labels=init)
     roomy = DPMM(prior=prior, alpha=5.0, max_components=16, **KW).fit(X12, c, init_labels=init)
-    assert grown.n_capacity_growths_ == 1 and grown.capacity_ == 16
-    assert roomy.n_capacity_growths_ == 0
+    # 8 -> 12 (x1.5); never more slots than groups (12), which can never overflow
+    assert grown.n_capacity_growths_ == 1 and grown.capacity_ == 12
+    assert roomy.n_capacity_growths_ == 0 and roomy.capacity_ == 12
     np.testing.assert_array_equal(grown.samples_, roomy.samples_)
     np.testing.assert_allclose(grown.log_joint_, roomy.log_joint_, rtol=1e-6)
     for z in grown.samples_:
         assert c.check_assignment(z) == []
+
+
+def test_capacity_policy_steps():
+    """Start: occupied + 2 rounded up to a multiple of 4, at least the requested slots, at most the groups;
+    growth: x1.5 (and at least occupied + 2) to a multiple of 4, capped at the groups."""
+    assert chains.initial_capacity(8, 2000) == 12
+    assert chains.initial_capacity(10, 2000) == 12
+    assert chains.initial_capacity(11, 2000) == 16
+    assert chains.initial_capacity(1, 2000, 32) == 32
+    assert chains.initial_capacity(1, 3) == 3 and chains.initial_capacity(5, 3) == 5
+    assert [chains.grown_capacity(k, k, 2000) for k in (4, 8, 12, 16, 20)] == [8, 12, 20, 24, 32]
+    assert chains.grown_capacity(12, 17, 2000) == 20 and chains.grown_capacity(12, 19, 2000) == 24
+    assert chains.grown_capacity(32, 32, 40) == 40
+
+
+def test_many_growths_give_the_draws_of_a_roomy_sampler():
+    """Several growths, after overflows and proactive (from 8 slots to about 19 components): exactly the
+    samples of a fit that had all the slots it needed from the start, and every constraint holds. A growth
+    that truncated, mis-copied a slot or lost the redo's starting state would change the draws."""
+    # tight variance, diffuse means: every grid point wants its own component, duplicates join theirs
+    prior = NormalGamma(mean=0.0, kappa=1e-6, shape=50.0, rate=0.05)
+    c = Constraints(28, must_link=[(0, 19)], cannot_link=[(2, 3), (0, 4), (10, 11)])
+    init = np.zeros((4, 28), dtype=int)
+    kw = dict(prior=prior, alpha=5.0, n_chains=4, n_burnin=6, n_samples=4, thin=2)
+    grown = DPMM(**kw).fit(X28, c, init_labels=init)
+    roomy = DPMM(max_components=27, **kw).fit(X28, c, init_labels=init)
+    assert roomy.n_capacity_growths_ == 0 and roomy.capacity_ == 27  # 27 groups: never more slots
+    # 8 -> 12 -> 20 after overflows, then proactively (19 occupied + 2 > 20) to 27
+    assert grown.n_overflow_redos_ >= 1
+    assert grown.n_capacity_growths_ > grown.n_overflow_redos_
+    assert grown.diagnostics_["traces"]["n_components"].max() > 12  # it really needed the slots
+    np.testing.assert_array_equal(grown.samples_, roomy.samples_)
+    np.testing.assert_array_equal(grown.final_labels_, roomy.final_labels_)
+    np.testing.assert_allclose(grown.log_joint_, roomy.log_joint_, rtol=1e-5)
+    for z in grown.samples_:
+        assert c.check_assignment(z) == []
+
+
+def test_default_capacity_same_draws_as_old_default():
+    """The default policy changes only the number of empty slots, not the initial labels or the draws: the
+    same samples as the former default of 16 slots."""
+    auto = DPMM(alpha=1.0, **KW).fit(X28)
+    old = DPMM(alpha=1.0, max_components=16, **KW).fit(X28)
+    assert auto.capacity_ == 12 and old.capacity_ == 16  # 8 starting components + 2, rounded up to 12
+    np.testing.assert_array_equal(auto.samples_, old.samples_)
+    np.testing.assert_allclose(auto.log_joint_, old.log_joint_, rtol=1e-5)
 
 
 def test_repair_labels_enumerated_cases():

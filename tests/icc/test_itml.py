@@ -181,3 +181,54 @@ def test_padding_schemes_give_the_same_metric():
     b = ITML(bounds=(2.0, 12.0), padding="pow2").fit(X, P, y)
     np.testing.assert_allclose(a.get_mahalanobis_matrix(), b.get_mahalanobis_matrix(), rtol=1e-12)
     assert a.n_iter_ == b.n_iter_
+
+
+def _numpy_sweeps(A, V, delta, mask, xi, gamma, n_sweeps):
+    """Reference: the released code's cyclic projections, one constraint at a time in NumPy."""
+    gp = 1.0 if np.isinf(gamma) else gamma / (gamma + 1.0)
+    ig = 0.0 if np.isinf(gamma) else 1.0 / gamma
+    A, lam, xi = A.copy(), np.zeros(len(V)), xi.copy()
+    for _ in range(n_sweeps):
+        for c in np.flatnonzero(mask):
+            v, dlt = V[c], delta[c]
+            Av = A @ v
+            p = v @ Av
+            alpha = min(lam[c], dlt * gp * (1.0 / p - 1.0 / xi[c]))
+            beta = dlt * alpha / (1.0 - dlt * alpha * p)
+            xi[c] = 1.0 / (1.0 / xi[c] + dlt * alpha * ig)
+            lam[c] -= alpha
+            A = A + beta * np.outer(Av, Av)
+        A = 0.5 * (A + A.T)
+    return A, lam, xi
+
+
+@jax.jit
+def _three_sweeps(A0, xi, V, delta, mask, gamma):
+    st = itml_init(A0, xi)
+    for _ in range(3):
+        st = itml_sweep(st, V, delta, mask, gamma)
+    return st
+
+
+@pytest.mark.parametrize("gamma", [1.0, np.inf])
+def test_sweep_with_mask_holes_equals_numpy_reference(gamma):
+    # 13 constraints (not a multiple of the 4-projection loop body), masked rows in the middle and at the
+    # end (the loop stops after the last real constraint; the rest of its 4-block must be inert), several
+    # sweeps so the duals and slacks carry over
+    m, d = 13, 4
+    rng = np.random.default_rng(m)
+    V = rng.normal(size=(m, d))
+    delta = np.where(rng.random(m) < 0.5, 1.0, -1.0)
+    mask = np.ones(m, bool)
+    mask[[2, 11, 12]] = False  # the last real one (10) is not at the end of a 4-block; 11 is inside it
+    xi = np.where(delta > 0, 1.0, 10.0)
+    A0 = np.eye(d)
+    with jax.enable_x64(True):
+        st = _three_sweeps(*(jnp.asarray(a) for a in (A0, xi, V, delta, mask, gamma)))
+        A, lam, xi_out = np.asarray(st.A), np.asarray(st.lam), np.asarray(st.xi)
+    A_ref, lam_ref, xi_ref = _numpy_sweeps(A0, V, delta, mask, xi, gamma, 3)
+    np.testing.assert_allclose(A, A_ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(lam, lam_ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(xi_out, xi_ref, rtol=1e-12)
+    assert np.all(lam[~mask] == 0) and np.all(xi_out[~mask] == xi[~mask])
+    assert int(st.n_sweeps) == 3
