@@ -8,30 +8,33 @@ as the autodiff step before timing. The last line (``SUMMARY ...``) holds the fi
 about: the default step's items/s over the NumPy per-item SGD's, best-of timings and the median of 7
 interleaved rounds.
 
+With ``--host-devices N`` (N >= 2) JAX sees N CPU devices and the default step, as in ``L3M.fit``, splits the
+documents over them (``train_step`` with its batch placed by ``shard_batch``); the same run also times the
+one-device step (``shard=False``) interleaved with it, and the SUMMARY lines name the device count.
+
 Usage::
 
-    python benchmarks/bench_l3m.py            # full sizes
-    python benchmarks/bench_l3m.py --quick    # small sizes
+    python benchmarks/bench_l3m.py                     # full sizes
+    python benchmarks/bench_l3m.py --quick             # small sizes
+    python benchmarks/bench_l3m.py --host-devices 2    # training step over 2 XLA host devices (CPU cores)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-import optax
 
-from jaxclust.l3m import Document, LinearScorer, pad_batch
-from jaxclust.l3m.infer import predict_batch
-from jaxclust.l3m.train import auto_chunk, closed_form, online_epoch, train_step
+# JAX and jaxclust are imported in main(), after --host-devices has set XLA_FLAGS (read when JAX starts)
 
 
 def synthetic_docs(n_docs, m, n_ante, n_feat, seed=0):
+    from jaxclust.l3m import Document
+
     rng = np.random.default_rng(seed)
     docs = []
     for _ in range(n_docs):
@@ -91,17 +94,40 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None, help="write the figures as JSON here")
+    ap.add_argument(
+        "--host-devices",
+        type=int,
+        default=None,
+        help="split the CPU into this many XLA host devices (the training step shards documents over them); "
+        "must be set before JAX starts, so it only works when this script is what imports JAX",
+    )
     args = ap.parse_args(argv)
+    if args.host_devices:
+        flag = f"--xla_force_host_platform_device_count={args.host_devices}"
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
+
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from jaxclust.l3m import LinearScorer, pad_batch
+    from jaxclust.l3m.infer import predict_batch
+    from jaxclust.l3m.train import auto_chunk, closed_form, online_epoch, shard_batch, train_step
+
+    n_dev = jax.device_count()
     n_docs, m, n_ante, n_feat = (8, 64, 32, 32) if args.quick else (16, 256, 128, 128)
     docs = synthetic_docs(n_docs, m, n_ante, n_feat)
     n_items = n_docs * m
     batch = jax.device_put(pad_batch(docs, n_docs=n_docs))
+    # what fit_scorer trains on: the documents placed across the devices once (the same batch if one device)
+    batch_dev = shard_batch(batch)
     gamma, l2, wt = jnp.float32(0.5), jnp.float32(1e-4), jnp.float32(0.0)
     opt = optax.sgd(0.01)
     scorer = LinearScorer(n_feat)
     state = opt.init(scorer)
     res = {
         "device": str(jax.devices()[0]),
+        "n_devices": n_dev,
         "platform": platform.platform(),
         "sizes": dict(n_docs=n_docs, items_per_doc=m, antecedents=n_ante, features=n_feat),
     }
@@ -112,7 +138,12 @@ def main(argv=None):
     res["default_chunk"] = chunk
 
     def default_step():
-        jax.block_until_ready(train_step(scorer, state, batch, gamma, l2, wt, opt.update, chunk=chunk))
+        jax.block_until_ready(train_step(scorer, state, batch_dev, gamma, l2, wt, opt.update, chunk=chunk))
+
+    def one_device_step():  # today's single-device path, same chunk
+        jax.block_until_ready(
+            train_step(scorer, state, batch, gamma, l2, wt, opt.update, chunk=chunk, shard=False)
+        )
 
     def batch_step():
         jax.block_until_ready(train_step(scorer, state, batch, gamma, l2, wt, opt.update))
@@ -127,8 +158,10 @@ def main(argv=None):
 
     # same answer on both sides of every comparison: the default step's update equals the autodiff step's
     ref = train_step(scorer, state, batch, gamma, l2, wt, opt.update)[0]
-    new = train_step(scorer, state, batch, gamma, l2, wt, opt.update, chunk=chunk)[0]
+    new = train_step(scorer, state, batch_dev, gamma, l2, wt, opt.update, chunk=chunk)[0]
     np.testing.assert_allclose(np.asarray(new.weight), np.asarray(ref.weight), rtol=1e-4, atol=1e-7)
+    one = train_step(scorer, state, batch, gamma, l2, wt, opt.update, chunk=chunk, shard=False)[0]
+    np.testing.assert_allclose(np.asarray(one.weight), np.asarray(ref.weight), rtol=1e-4, atol=1e-7)
     t_default = timeit(default_step, 5)
     t_batch = timeit(batch_step, 5)
     t_chunk = timeit(autodiff_chunked_step, 5)
@@ -152,11 +185,13 @@ def main(argv=None):
     def numpy_doc():
         numpy_item_sgd(np_docs[:1], np.zeros(n_feat, np.float32), 0.0, 0.01, 1e-4, 0.5)
 
-    ratios, cpu_ratios = [], []
+    ratios, cpu_ratios, dev_ratios = [], [], []
     for _ in range(7):
         tj = min(_time_once(default_step) for _ in range(2)) / n_items
         tn = _time_once(numpy_doc) / m
         ratios.append(tn / tj)
+        if n_dev > 1:  # speed-up of the sharded step over the one-device step, same rounds
+            dev_ratios.append(min(_time_once(one_device_step) for _ in range(2)) / n_items / tj)
         cj = min(_cpu_once(default_step) for _ in range(2)) / n_items
         cpu_ratios.append((_cpu_once(numpy_doc) / m) / cj)
     res["train_ratio_default_vs_numpy_interleaved"] = {
@@ -169,6 +204,12 @@ def main(argv=None):
         "min": float(np.min(cpu_ratios)),
         "max": float(np.max(cpu_ratios)),
     }
+    if n_dev > 1:
+        res["train_ratio_sharded_vs_one_device_interleaved"] = {
+            "median": float(np.median(dev_ratios)),
+            "min": float(np.min(dev_ratios)),
+            "max": float(np.max(dev_ratios)),
+        }
     res["train_ratio_default_vs_numpy"] = res["train_items_per_s"]["jax_default_step"] * t_np
     res["train_ratio_batch_vs_numpy"] = res["train_items_per_s"]["jax_batch_step"] * t_np
     res["train_ratio_autodiff_chunked_vs_numpy"] = (
@@ -194,7 +235,8 @@ def main(argv=None):
     print(json.dumps(res, indent=1))
     r = res["train_ratio_default_vs_numpy_interleaved"]
     print(
-        f"SUMMARY train throughput, default step (train_step chunk={chunk}, as L3M.fit): "
+        f"SUMMARY train throughput, default step (train_step chunk={chunk}, as L3M.fit) on {n_dev} "
+        f"device{'s' if n_dev > 1 else ''}: "
         f"{res['train_items_per_s']['jax_default_step']:,.0f} items/s vs NumPy per-item SGD "
         f"{res['train_items_per_s']['numpy_per_item_sgd']:,.0f} items/s = "
         f"{res['train_ratio_default_vs_numpy']:.1f}x best-of; interleaved median {r['median']:.1f}x "
@@ -202,9 +244,16 @@ def main(argv=None):
     )
     r = res["train_ratio_default_vs_numpy_interleaved_cpu_time"]
     print(
-        f"SUMMARY same ratio from process CPU time (robust to other jobs on the cores): median "
+        f"SUMMARY same ratio from process CPU time (robust to other jobs on the cores; understates a "
+        f"multi-device step) on {n_dev} device{'s' if n_dev > 1 else ''}: median "
         f"{r['median']:.1f}x (range {r['min']:.1f}-{r['max']:.1f}x)"
     )
+    if n_dev > 1:
+        r = res["train_ratio_sharded_vs_one_device_interleaved"]
+        print(
+            f"SUMMARY default step on {n_dev} devices vs the same step on one device (shard=False), "
+            f"interleaved median {r['median']:.2f}x (range {r['min']:.2f}-{r['max']:.2f}x)"
+        )
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(res, fh, indent=1)

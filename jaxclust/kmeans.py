@@ -107,13 +107,15 @@ def chunk_size(n: int, k: int, itemsize: int = 4) -> int:
     return 1 << (cap.bit_length() - 1)
 
 
-def _pad_chunks(X: jax.Array, chunk: int, n_valid=None):
+def _pad_chunks(X: jax.Array, chunk: int, n_valid=None, n_dev: int = 1):
     """Pad rows to a multiple of ``chunk``; return (n_chunks, chunk, d) data and a (n_chunks, chunk) mask.
 
-    Rows at or past ``n_valid`` (traced; default all rows) are padding: they never count.
+    Rows at or past ``n_valid`` (traced; default all rows) are padding: they never count. ``n_chunks`` is
+    rounded up to a multiple of ``n_dev`` so the chunks split evenly over devices.
     """
     n, d = X.shape
     n_chunks = -(-n // chunk)
+    n_chunks = -(-n_chunks // n_dev) * n_dev
     pad = n_chunks * chunk - n
     Xp = jnp.pad(X, ((0, pad), (0, 0))).reshape(n_chunks, chunk, d)
     valid = (jnp.arange(n_chunks * chunk) < (n if n_valid is None else n_valid)).reshape(n_chunks, chunk)
@@ -173,6 +175,65 @@ def _fused_step(Xp, x_sq, valid, centers):
     return labels, dist, sums, counts
 
 
+def _lloyd_mesh():
+    """1-D mesh over the CPU host devices when there are several (else None: the single-device path).
+
+    XLA:CPU runs each fusion on one core; several host devices
+    (``XLA_FLAGS=--xla_force_host_platform_device_count=N``) are how JAX uses several cores, so Lloyd splits the
+    chunks over them. Only on CPU: on an accelerator one device already uses all of its cores.
+    """
+    devices = jax.devices()
+    if len(devices) < 2 or jax.default_backend() != "cpu":
+        return None
+    return jax.sharding.Mesh(np.array(devices), ("points",))
+
+
+# Split Lloyd only from this much work per iteration (n · k · d, times the restarts run together): each
+# iteration's all-reduce costs ~1 ms between host devices, which made 5e3 x 16, k = 20 3x slower when split,
+# while 1e5 x 64, k = 100 (6.4e8) ran 1.7x faster (benchmarks/RESULTS_kmeans.md).
+_SPLIT_MIN_WORK = 1 << 27
+
+
+def _can_split(work: int, *args) -> bool:
+    """Split over the host devices when the work is large enough, unless an argument is pinned (committed) to
+    only some devices: jit refuses to mix such an array with a computation on every device."""
+    if _lloyd_mesh() is None or work < _SPLIT_MIN_WORK:
+        return False
+    n_dev = jax.device_count()
+    return not any(
+        isinstance(a, jax.Array)
+        and not isinstance(a, jax.core.Tracer)
+        and a.committed
+        and len(a.sharding.device_set) < n_dev
+        for a in args
+    )
+
+
+def _sharded(fn, mesh, n_out_sharded, n_out_psum):
+    """``fn(Xp, x_sq, valid, *replicated)`` run on each device's share of the chunks (leading axis).
+
+    The first ``n_out_sharded`` outputs stay split by chunk; the next ``n_out_psum`` are per-device partial
+    sums, added across devices (the only communication: O(k·d) per call).
+    """
+    P = jax.sharding.PartitionSpec
+    pts = P("points")
+
+    def local(Xp, x_sq, valid, *rest):
+        out = fn(Xp, x_sq, valid, *rest)
+        return tuple(out[:n_out_sharded]) + tuple(lax.psum(o, "points") for o in out[n_out_sharded:])
+
+    def call(Xp, x_sq, valid, *rest):
+        return jax.shard_map(
+            local,
+            mesh=mesh,
+            in_specs=(pts, pts, pts) + (P(),) * len(rest),
+            out_specs=(pts,) * n_out_sharded + (P(),) * n_out_psum,
+            check_vma=False,
+        )(Xp, x_sq, valid, *rest)
+
+    return call
+
+
 def _relocate_empty(Xflat, labels_flat, dist_flat, sums, counts):
     """Move the points farthest from their centres into empty clusters (scikit-learn's rule), vectorised.
 
@@ -198,7 +259,6 @@ def _estimate(centers, sums, counts):
     return jnp.where((counts > 0)[:, None], sums / safe[:, None], centers)
 
 
-@functools.partial(jax.jit, static_argnames=("max_iter", "chunk"))
 def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None) -> KMeansResult:
     """Lloyd iterations from given centres until labels stop changing or the centre shift is within ``tol``.
 
@@ -220,21 +280,36 @@ def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None) -> KMeans
         Final labels are those of the final centres (a last classify step is run unless the labels were
         stable),
         and ``inertia`` is recomputed exactly as Σ ‖x_i - c_{l_i}‖², as scikit-learn does.
+
+    With several CPU host devices the chunks of points are split over them (see :func:`_lloyd_mesh`); the
+    clustering is the same, centres and inertia may differ from one device's in the last bits.
     """
+    split = _can_split(X.shape[0] * X.shape[1] * centers.shape[0], X, centers, tol, n_valid)
+    return _lloyd(X, centers, tol, max_iter=max_iter, chunk=chunk, n_valid=n_valid, split=split)
+
+
+@functools.partial(jax.jit, static_argnames=("max_iter", "chunk", "split"))
+def _lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, split=False) -> KMeansResult:
     n, d = X.shape
     k = centers.shape[0]
     chunk = chunk or chunk_size(n, k, X.dtype.itemsize)
     centers = centers.astype(X.dtype)
     tol = jnp.asarray(tol, X.dtype)
-    Xp, valid = _pad_chunks(X, chunk, n_valid)
+    mesh = _lloyd_mesh() if split else None
+    n_dev = 1 if mesh is None else mesh.size
+    Xp, valid = _pad_chunks(X, chunk, n_valid, n_dev)
     x_sq = jnp.sum(Xp * Xp, axis=2)
     Xflat = Xp.reshape(-1, d)
+    # Several devices: each runs the fused scan over its share of the chunks; (sums, counts) are all-reduced.
+    # The cluster sums are then added in a different order, so centres may differ from one device's in the last
+    # bits. One device: the plain scan, unchanged.
+    fused = _fused_step if mesh is None else _sharded(_fused_step, mesh, 2, 2)
 
     def cond(s: _LloydState):
         return (s.n_iter < max_iter) & ~s.done
 
     def body(s: _LloydState):
-        labels, dist, sums, counts = _fused_step(Xp, x_sq, valid, s.centers)
+        labels, dist, sums, counts = fused(Xp, x_sq, valid, s.centers)
         sums, counts = lax.cond(
             jnp.any(counts == 0),
             _relocate_empty,
@@ -260,16 +335,21 @@ def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None) -> KMeans
     s = lax.while_loop(cond, body, s0)
 
     # Final classify with the final centres (kept only without strict convergence), then exact inertia.
-    c_sq = jnp.sum(s.centers * s.centers, axis=1)
+    def final_pass(Xp, old_labels, valid, centers, strict):
+        c_sq = jnp.sum(centers * centers, axis=1)
 
-    def final(_, xs):
-        xc, old, ok = xs
-        new, _part = _classify(xc, s.centers, c_sq)
-        lab = jnp.where(s.strict, old, new)
-        diff = xc - s.centers[lab]
-        return None, (lab, jnp.where(ok, jnp.sum(diff * diff, axis=1), 0.0))
+        def final(_, xs):
+            xc, old, ok = xs
+            new, _part = _classify(xc, centers, c_sq)
+            lab = jnp.where(strict, old, new)
+            diff = xc - centers[lab]
+            return None, (lab, jnp.where(ok, jnp.sum(diff * diff, axis=1), 0.0))
 
-    _, (labels, dist) = lax.scan(final, None, (Xp, s.labels, valid))
+        _, (labels, dist) = lax.scan(final, None, (Xp, old_labels, valid))
+        return labels, dist
+
+    final_fn = final_pass if mesh is None else _sharded(final_pass, mesh, 2, 0)
+    labels, dist = final_fn(Xp, s.labels, valid, s.centers, s.strict)
     return KMeansResult(s.centers, labels.reshape(-1)[:n], jnp.sum(dist), s.n_iter)
 
 
@@ -344,7 +424,6 @@ def kmeans_plusplus(key, X, n_clusters: int, n_local_trials: int | None = None, 
     return centers
 
 
-@functools.partial(jax.jit, static_argnames=("n_clusters", "n_init", "max_iter", "chunk"))
 def kmeans(
     key, X, n_clusters: int, n_init: int = 10, max_iter: int = 300, tol=0.0, chunk=None, n_valid=None
 ) -> KMeansResult:
@@ -354,11 +433,17 @@ def kmeans(
     whose
     ``n_iter`` is the best run's.
     """
+    split = _can_split(X.shape[0] * X.shape[1] * n_clusters * n_init, key, X, tol, n_valid)
+    return _kmeans(key, X, n_clusters, n_init, max_iter, tol, chunk, n_valid, split)
+
+
+@functools.partial(jax.jit, static_argnames=("n_clusters", "n_init", "max_iter", "chunk", "split"))
+def _kmeans(key, X, n_clusters, n_init, max_iter, tol, chunk, n_valid, split) -> KMeansResult:
     keys = jax.random.split(key, n_init)
 
     def one(k):
         c0 = kmeans_plusplus(k, X, n_clusters, n_valid=n_valid)
-        return lloyd(X, c0, tol=tol, max_iter=max_iter, chunk=chunk, n_valid=n_valid)
+        return _lloyd(X, c0, tol, max_iter=max_iter, chunk=chunk, n_valid=n_valid, split=split)
 
     runs = jax.vmap(one)(keys)
     best = jnp.argmin(runs.inertia)
@@ -483,7 +568,14 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                     )
                 else:
                     res = _kmeans_random(
-                        key, Xj, k, n_init=int(self.n_init), max_iter=int(self.max_iter), tol=tol, n_valid=n
+                        key,
+                        Xj,
+                        k,
+                        n_init=int(self.n_init),
+                        max_iter=int(self.max_iter),
+                        tol=tol,
+                        n_valid=n,
+                        split=_can_split(Xj.shape[0] * Xj.shape[1] * k * int(self.n_init), key),
                     )
             else:
                 init = np.asarray(self.init, dtype=X.dtype)
@@ -530,15 +622,15 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         return tags
 
 
-@functools.partial(jax.jit, static_argnames=("n_clusters", "n_init", "max_iter"))
-def _kmeans_random(key, X, n_clusters, n_init, max_iter, tol, n_valid):
+@functools.partial(jax.jit, static_argnames=("n_clusters", "n_init", "max_iter", "split"))
+def _kmeans_random(key, X, n_clusters, n_init, max_iter, tol, n_valid, split):
     """Restarts from ``n_clusters`` distinct rows drawn uniformly."""
     keys = jax.random.split(key, n_init)
 
     def one(k):
         u = jnp.where(jnp.arange(X.shape[0]) < n_valid, jax.random.uniform(k, (X.shape[0],)), 2.0)
         idx = jnp.argsort(u)[:n_clusters]  # n_clusters distinct valid rows, uniformly
-        return lloyd(X, X[idx], tol=tol, max_iter=max_iter, n_valid=n_valid)
+        return _lloyd(X, X[idx], tol, max_iter=max_iter, n_valid=n_valid, split=split)
 
     runs = jax.vmap(one)(keys)
     best = jnp.argmin(runs.inertia)

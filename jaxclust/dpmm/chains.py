@@ -132,10 +132,6 @@ def initial_labels(key, n_chains: int, n_items: int, n_start: int = 8) -> np.nda
     return rng.integers(0, max(1, min(n_start, n_items)), size=(n_chains, n_items))
 
 
-def _next_pow2(x: int) -> int:
-    return 1 << max(0, int(x) - 1).bit_length()
-
-
 def _round_slots(k: int) -> int:
     return SLOT_STEP * -(-int(k) // SLOT_STEP)
 

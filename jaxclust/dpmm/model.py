@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from jaxclust.constraints import Constraints
+from jaxclust.constraints import Constraints, _next_pow2
 from jaxclust.dpmm import chains, gibbs
 from jaxclust.dpmm.diagnostics import chain_diagnostics
 from jaxclust.dpmm.families import DirichletMultinomial, NormalGamma, NormalInverseWishart
@@ -151,7 +151,7 @@ def sample(
     if init_labels is None:
         # starting components: half the old default capacity min(16, next_pow2(n)) (or of an explicit one), so
         # a seed gives the same initial labels, and the same draws, as before the slots tracked occupancy
-        n_start = max(1, min(8, (capacity or min(16, chains._next_pow2(n))) // 2))
+        n_start = max(1, min(8, (capacity or min(16, _next_pow2(n))) // 2))
         item_labels = chains.initial_labels(k_init, n_chains, n, n_start=n_start)
     else:
         item_labels = np.asarray(init_labels)

@@ -35,6 +35,7 @@ __all__ = [
     "batch_loss",
     "item_weights",
     "linear_value_and_grad",
+    "linear_sums",
 ]
 
 
@@ -199,9 +200,20 @@ def linear_value_and_grad(w, dummy, batch, gamma, l2, weight, chunk):
     -------
     loss : () ; grad_w : (F,) ; grad_dummy : ()
     """
+    loss, gw, gd = linear_sums(w, dummy, batch, gamma, weight, item_weights(batch, weight), chunk)
+    return loss + l2 * 0.5 * jnp.sum(w * w), gw + l2 * w, gd
+
+
+def linear_sums(w, dummy, batch, gamma, weight, wts, chunk):
+    """The data part of :func:`linear_value_and_grad` (no ``l2`` term) with the item weights ``wts (B, M)``
+    given: sums over the documents of ``batch`` only, so a shard of the documents of a larger batch gives its
+    share of that batch's loss and gradient when ``wts`` are that batch's :func:`item_weights`.
+
+    Returns ``(sum_i c_i l_i, sum_i c_i d l_i / d w, sum_i c_i d l_i / d dummy)``.
+    """
     b, m, a, f = batch.features.shape
     feats = batch.features.reshape(b * m, a, f)
-    fields = (feats, *_link_offsets(batch, dummy, weight), item_weights(batch, weight).reshape(b * m))
+    fields = (feats, *_link_offsets(batch, dummy, weight), wts.reshape(b * m))
 
     def loop(soft):
         def body(k, acc):
@@ -220,5 +232,4 @@ def linear_value_and_grad(w, dummy, batch, gamma, l2, weight, chunk):
         zero = (jnp.zeros((), jnp.float32), jnp.zeros_like(w), jnp.zeros((), jnp.float32))
         return lambda: jax.lax.fori_loop(0, (b * m) // chunk, body, zero)
 
-    loss, gw, gd = jax.lax.cond(gamma > 0, loop(True), loop(False))
-    return loss + l2 * 0.5 * jnp.sum(w * w), gw + l2 * w, gd
+    return jax.lax.cond(gamma > 0, loop(True), loop(False))

@@ -32,6 +32,7 @@ from jaxclust.l3m.loss import (
     document_losses,
     item_loss,
     item_weights,
+    linear_sums,
     linear_value_and_grad,
     link_logits,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "auto_chunk",
     "closed_form",
     "train_step",
+    "shard_batch",
     "online_epoch",
     "eval_loss",
     "make_batches",
@@ -95,7 +97,14 @@ def _chunked_value_and_grad(params, static, batch, gamma, l2, weight, chunk):
     backward pass touch the same few MB of features, which keeps them in cache on a CPU (the whole-batch pass
     streams the feature tensor from memory twice).
     """
-    wts = item_weights(batch, weight)
+    loss, grads = _chunked_sums(params, static, batch, gamma, weight, item_weights(batch, weight), chunk)
+    pen, pen_grad = jax.value_and_grad(lambda p: l2 * eqx.combine(p, static).l2_penalty())(params)
+    return loss + pen, jax.tree.map(jnp.add, grads, pen_grad)
+
+
+def _chunked_sums(params, static, batch, gamma, weight, wts, chunk):
+    """Data part of :func:`_chunked_value_and_grad` (no penalty) with the item weights ``wts (B, M)`` given
+    (those of the whole batch when ``batch`` is one device's share of its documents)."""
     fields = (batch.features, batch.cand, batch.gold, batch.gold_new, batch.item, batch.codes, wts)
 
     def body(c, acc):
@@ -111,13 +120,71 @@ def _chunked_value_and_grad(params, static, batch, gamma, l2, weight, chunk):
         return jax.tree.map(jnp.add, acc, (val, grad))
 
     zero = (jnp.zeros(()), jax.tree.map(jnp.zeros_like, params))
-    loss, grads = jax.lax.fori_loop(0, batch.cand.shape[1] // chunk, body, zero)
+    return jax.lax.fori_loop(0, batch.cand.shape[1] // chunk, body, zero)
+
+
+def _mesh():
+    """All devices on one axis ``"docs"``: ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` gives N CPU
+    devices, each run by its own thread (one XLA CPU device uses one core for this step)."""
+    return jax.sharding.Mesh(np.array(jax.devices()), ("docs",))
+
+
+def shard_batch(batch):
+    """Pad ``batch`` to a multiple of the device count with empty documents and place its documents across
+    the devices, as :func:`train_step` splits them (no copy per step). Single device: ``batch`` unchanged."""
+    n_dev = jax.device_count()
+    if n_dev < 2:
+        return batch
+    sharding = jax.sharding.NamedSharding(_mesh(), jax.sharding.PartitionSpec("docs"))
+    return jax.device_put(_pad_docs(batch, n_dev, np), sharding)
+
+
+def _pad_docs(batch, n_dev, xp):
+    """Append empty documents (no items: weight 0 in the loss, as :func:`pad_batch` pads) up to a multiple of
+    ``n_dev``."""
+    extra = -batch.cand.shape[0] % n_dev
+    if not extra:
+        return batch
+
+    def pad(name, v):
+        fill = xp.ones if name == "gold_new" else xp.zeros  # pad_batch's values for empty slots
+        return xp.concatenate([v, fill((extra, *v.shape[1:]), v.dtype)])
+
+    return type(batch)(*(pad(k, v) for k, v in zip(batch._fields, batch, strict=True)))
+
+
+def _sharded_value_and_grad(params, static, batch, gamma, l2, weight, chunk, linear):
+    """:func:`train_step`'s loss and gradient with the documents split over all devices.
+
+    Item weights ``1 / (m_d D)`` are computed on the whole batch first, so the per-device sums of weighted
+    item terms add up (``psum``) to exactly the batch objective; the penalty is added once, after the sum.
+    """
+    n_dev = jax.device_count()
+    batch = _pad_docs(batch, n_dev, jnp)  # empty documents have weight 0
+    wts = item_weights(batch, weight)
+    docs, rep = jax.sharding.PartitionSpec("docs"), jax.sharding.PartitionSpec()
+
+    def local(params, batch, wts, gamma, weight):
+        if linear:
+            loss, gw, gd = linear_sums(params.weight, params.dummy, batch, gamma, weight, wts, chunk)
+            grads = eqx.tree_at(lambda p: (p.weight, p.dummy), params, (gw, gd))
+        else:
+            loss, grads = _chunked_sums(params, static, batch, gamma, weight, wts, chunk)
+        return jax.lax.psum((loss, grads), "docs")
+
+    # check_vma=False: the block loops start from replicated zeros and accumulate per-device values, which
+    # the varying-axis checker rejects; the psum makes every output replicated, as out_specs says
+    loss, grads = jax.shard_map(
+        local, mesh=_mesh(), in_specs=(rep, docs, docs, rep, rep), out_specs=rep, check_vma=False
+    )(params, batch, wts, gamma, weight)
     pen, pen_grad = jax.value_and_grad(lambda p: l2 * eqx.combine(p, static).l2_penalty())(params)
     return loss + pen, jax.tree.map(jnp.add, grads, pen_grad)
 
 
 @eqx.filter_jit
-def train_step(scorer, opt_state, batch, gamma, l2, weight, update_fn, chunk=None, autodiff=False):
+def train_step(
+    scorer, opt_state, batch, gamma, l2, weight, update_fn, chunk=None, autodiff=False, shard=None
+):
     """One optimizer step on a DocBatch; returns ``(scorer, opt_state, loss)``.
 
     ``chunk`` (static int dividing the padded item count ``M``, or ``>= M``): accumulate the gradient over
@@ -126,6 +193,12 @@ def train_step(scorer, opt_state, batch, gamma, l2, weight, update_fn, chunk=Non
     (:func:`~jaxclust.l3m.loss.linear_value_and_grad`, blocks of ``chunk`` items) unless ``autodiff=True``;
     other scorers take ``jax.value_and_grad`` over blocks of ``chunk`` items of every document at once (see
     :func:`auto_chunk` for the block sizes that suit each path).
+
+    ``shard`` (static): split the documents over all devices (``jax.devices()``), each device summing its
+    share of the loss and gradient in blocks of ``chunk`` items (closed form or autodiff, as above), then one
+    replicated update; the batch is padded with empty documents to a multiple of the device count (pass it
+    through :func:`shard_batch` once to avoid that copy and the resharding per step). ``None``: shard when
+    there are several devices and a ``chunk`` is given. With one device the step is unchanged.
     """
     params, static = _params(scorer)
     n_items = batch.cand.shape[1]
@@ -134,7 +207,16 @@ def train_step(scorer, opt_state, batch, gamma, l2, weight, update_fn, chunk=Non
         raise InvalidInputError(
             f"chunk must be a positive divisor of the padded item count {n_items} (or >= it), got {chunk}"
         )
-    if chunk is not None and closed_form(scorer) and not autodiff:
+    if shard is None:
+        shard = chunk is not None and jax.device_count() > 1
+    if shard and chunk is None:
+        raise InvalidInputError("shard=True needs a chunk (the sharded step accumulates blocks of items)")
+    if shard and jax.device_count() > 1:
+        linear = closed_form(scorer) and not autodiff
+        loss, grads = _sharded_value_and_grad(
+            params, static, batch, gamma, l2, weight, min(chunk, n_items), linear
+        )
+    elif chunk is not None and closed_form(scorer) and not autodiff:
         loss, gw, gd = linear_value_and_grad(
             params.weight, params.dummy, batch, gamma, l2, weight, min(chunk, n_items)
         )
@@ -256,7 +338,8 @@ def fit_scorer(
     seed : int, shuffling seed
     chunk : "auto" | int | None
         Items per gradient block in ``mode="batch"`` (see :func:`train_step`); ``"auto"`` uses
-        :func:`auto_chunk`.
+        :func:`auto_chunk`. With a chunk and several devices (e.g.
+        ``XLA_FLAGS=--xla_force_host_platform_device_count=2``) each step splits the documents over them.
 
     Returns
     -------
@@ -268,6 +351,9 @@ def fit_scorer(
     opt = make_optimizer(optimizer, learning_rate)
     gamma, l2, weight = (jnp.asarray(v, jnp.float32) for v in (gamma, l2, weight))
     batches = make_batches(docs, batch_size)
+    if mode == "batch" and chunk is not None:
+        # several devices: documents placed across them once, each step splits them (see train_step)
+        batches = [shard_batch(b) for b in batches]
     dev_batches = make_batches(dev_docs, batch_size) if dev_docs else []
     opt_state = opt.init(eqx.filter(scorer, eqx.is_inexact_array))
     rng = np.random.default_rng(seed)
