@@ -44,7 +44,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaln, logsumexp
+from jax.scipy.special import logsumexp
 
 SETS = ("general", "general-full", "bio-top", "bio-mid", "bio-fine")
 EB_GRID = (0.5, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01)
@@ -75,36 +75,35 @@ def _ng_heldout_logpred(prior, X_train, samples, alphas, X_test) -> np.ndarray:
     """(S, m) ``ln p(x | X_train, z_s, alpha_s)`` for each retained sample s and held-out row x.
 
     Each sample's predictive is the CRP mixture ``sum_k n_k/(N+alpha) t_k(x) + alpha/(N+alpha) t_0(x)`` with
-    the Normal-Gamma posterior-predictive Student-t ``t_k`` of component k (prior predictive ``t_0``).
+    the Normal-Gamma posterior predictive ``t_k`` of component k (prior predictive ``t_0``), taken from the
+    sampler's own conjugate algebra (:class:`jaxclust.dpmm.NormalGamma`).
     """
     samples = np.asarray(samples)
-    p = prior.check(np.asarray(X_train))  # broadcasts mean / rate to (D,)
-    args = (p.mean, p.kappa, p.shape, p.rate, X_train, samples, np.asarray(alphas), X_test)
-    return np.asarray(_ng_logpred(*(jnp.asarray(a) for a in args), int(samples.max()) + 1))
+    X_train, X_test = np.asarray(X_train, np.float64), np.asarray(X_test, np.float64)
+    family = prior.check(X_train).astype(jnp.float32)
+    # every row its own group of one: the family's group statistics of single points
+    train = family.group_stats(X_train, np.arange(len(X_train)), len(X_train))
+    test = family.group_stats(X_test, np.arange(len(X_test)), len(X_test))
+    train, test = (jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), t) for t in (train, test))
+    K = int(samples.max()) + 1
+    return np.asarray(
+        _ng_logpred(family, train, jnp.asarray(samples), jnp.asarray(alphas, jnp.float32), test, K)
+    )
 
 
-@partial(jax.jit, static_argnums=8)
-def _ng_logpred(m0, k0, a0, b0, X_train, samples, alphas, X_test, K):
-    N = X_train.shape[0]
+@partial(jax.jit, static_argnums=5)
+def _ng_logpred(family, train, samples, alphas, test, K):
+    N = samples.shape[1]
 
     def one(z, alpha):
-        onehot = jax.nn.one_hot(z, K, dtype=X_train.dtype)  # (N, K)
-        n = onehot.sum(0)
-        xbar = (onehot.T @ X_train) / jnp.maximum(n, 1.0)[:, None]
-        m2 = onehot.T @ (X_train - xbar[z]) ** 2  # centred: no cancellation in float32
-        kn = k0 + n
-        mn = (k0 * m0 + n[:, None] * xbar) / kn[:, None]
-        an = a0 + 0.5 * n
-        bn = b0 + 0.5 * m2 + 0.5 * (k0 * n / kn)[:, None] * (xbar - m0) ** 2
-        # row K = a new (empty) component: the prior predictive
-        kn, an = jnp.append(kn, k0), jnp.append(an, a0)
-        mn, bn = jnp.vstack([mn, m0[None]]), jnp.vstack([bn, b0[None]])
-        logw = jnp.append(jnp.where(n > 0, jnp.log(jnp.maximum(n, 1.0)), -jnp.inf), jnp.log(alpha))
+        slots = family.slots_from_groups(z, jax.nn.one_hot(z, K, dtype=alphas.dtype), train)  # (K,)
+        # one extra slot for a new component: the prior (an empty slot's posterior is the prior too)
+        new = jax.tree.map(lambda a: a[None], family.prior_slot())
+        slots = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), slots, new)
+        n = slots.kappa[:K] - family.kappa
+        logw = jnp.append(jnp.where(n > 0.5, jnp.log(jnp.maximum(n, 1.0)), -jnp.inf), jnp.log(alpha))
         logw = logw - jnp.log(N + alpha)
-        s2 = 2.0 * bn * ((kn + 1.0) / kn)[:, None]  # (K+1, D): nu * squared t scale
-        const = (gammaln(an + 0.5) - gammaln(an))[:, None] - 0.5 * jnp.log(jnp.pi * s2)
-        r = (X_test[:, None, :] - mn[None]) ** 2 / s2[None]  # (m, K+1, D)
-        lt = jnp.sum(const[None] - (an + 0.5)[None, :, None] * jnp.log1p(r), -1)  # (m, K+1)
+        lt = jax.vmap(lambda gs: family.log_pred(slots, gs))(test)  # (m, K + 1)
         return logsumexp(lt + logw[None], axis=1)
 
     return jax.vmap(one)(samples, alphas)

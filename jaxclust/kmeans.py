@@ -54,7 +54,7 @@ __all__ = [
     "PCKMeans",  # noqa: F822
 ]
 
-# Distance-block sizing (per restart), measured on XLA:CPU (benchmarks/RESULTS_kmeans.md). From k = 32 on, blocks
+# Distance-block sizing (per restart), measured on XLA:CPU (benchmarks/RESULTS.md, k-means). From k = 32 on, blocks
 # of ~128 KiB (256 float32 rows at k = 100) stay in L2 cache between the matmul and the two reductions that read
 # them: 3x less CPU time per Lloyd iteration than 2**21-entry blocks. Below k = 32, jnp.argmin over a (b, k)
 # block of up to 2**21 entries is cheaper still (the variadic reduce is short; few long blocks, little loop cost).
@@ -190,7 +190,7 @@ def _lloyd_mesh():
 
 # Split Lloyd only from this much work per iteration (n · k · d, times the restarts run together): each
 # iteration's all-reduce costs ~1 ms between host devices, which made 5e3 x 16, k = 20 3x slower when split,
-# while 1e5 x 64, k = 100 (6.4e8) ran 1.7x faster (benchmarks/RESULTS_kmeans.md).
+# while 1e5 x 64, k = 100 (6.4e8) ran 1.7x faster (benchmarks/RESULTS.md, k-means).
 _SPLIT_MIN_WORK = 1 << 27
 
 

@@ -185,6 +185,24 @@ _M_BUCKETS = np.array([1, 2, 3, 4, 5, 9, 17, 33, 65])  # mention distance >= edg
 _S_BUCKETS = np.array([0, 1, 2, 3, 6])  # sentence distance >= edge
 
 
+# 0/1 pair features after the match and mention-type ones, in column order (names and columns share it)
+_FLAG_FEATURES = (
+    "num_agree",
+    "num_clash",
+    "gen_agree",
+    "gen_clash",
+    "per_agree",
+    "per_clash",
+    "etype_same",
+    "etype_diff",
+    "nested",
+    "relation",
+    "same_quote",
+    "i_quoted",
+    "j_quoted",
+)
+
+
 def _buckets(x, edges):
     """One-hot bucket of ``x`` (``...``) for sorted lower ``edges``: (..., len(edges)) bool."""
     idx = np.searchsorted(edges, x, side="right") - 1
@@ -194,21 +212,7 @@ def _buckets(x, edges):
 def _base_names():
     names = ["exact", "content_match", "subset", "head_match", "overlap", "pron_same"]
     names += [f"type_{a}_{b}" for a in _MTYPES for b in _MTYPES]
-    names += [
-        "num_agree",
-        "num_clash",
-        "gen_agree",
-        "gen_clash",
-        "per_agree",
-        "per_clash",
-        "etype_same",
-        "etype_diff",
-        "nested",
-        "relation",
-        "same_quote",
-        "i_quoted",
-        "j_quoted",
-    ]
+    names += list(_FLAG_FEATURES)
     names += [f"mdist>={e}" for e in _M_BUCKETS] + [f"sdist>={e}" for e in _S_BUCKETS]
     return names
 
@@ -384,24 +388,7 @@ def _coref_window(attr, n_ante):
     )
     cols = [base[k] for k in ("exact", "content_match", "subset", "head_match", "overlap", "pron_same")]
     cols += [types[..., k] for k in range(9)]
-    cols += [
-        base[k]
-        for k in (
-            "num_agree",
-            "num_clash",
-            "gen_agree",
-            "gen_clash",
-            "per_agree",
-            "per_clash",
-            "etype_same",
-            "etype_diff",
-            "nested",
-            "relation",
-            "same_quote",
-            "i_quoted",
-            "j_quoted",
-        )
-    ]
+    cols += [base[k] for k in _FLAG_FEATURES]
     cols += [mdist[..., k] for k in range(len(_M_BUCKETS))] + [sdist[..., k] for k in range(len(_S_BUCKETS))]
     conj = [base[c] for c in _CONJ[:11]] + [sdist[..., k] for k in range(len(_S_BUCKETS))]
     conj += [mdist[..., k] for k in range(len(_M_BUCKETS))] + [tj == t for t in range(3)]
