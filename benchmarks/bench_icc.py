@@ -2,11 +2,12 @@
 
 Both sides run in the same process on the same inputs; the script prints times and ratios (no assertions).
 
-    python benchmarks/bench_icc.py            # ITML 2000x50 with 200 / 5000 pairs; CCL at n = 2000, 5000
+    python benchmarks/bench_icc.py                         # ITML 2000x50 with 200 / 5000 pairs; CCL at n = 2000, 5000
+    python benchmarks/bench_icc.py --itml-only --itml-pairs 200 --rounds 30   # the millisecond ITML case only
+    python benchmarks/bench_icc.py --quick                 # small shapes, a smoke run
 
 Times are medians of interleaved rounds (ours, peer, ours, peer, ...); ratios are medians of the per-round
 ratios.
-    python benchmarks/bench_icc.py --quick    # small shapes, a smoke run
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def _interleaved(fns, rounds):
     return {k: float(np.median(v)) for k, v in times.items()}, times
 
 
-def bench_itml(n, d, m, max_iter, seed=0):
+def bench_itml(n, d, m, max_iter, seed=0, rounds=15):
     _patch_metric_learn()
     from metric_learn import ITML as RefITML
 
@@ -85,7 +86,7 @@ def bench_itml(n, d, m, max_iter, seed=0):
     ref = RefITML(prior="identity", max_iter=max_iter)
     med, per = _interleaved(
         {"ours": lambda: ours.fit(X, P, y), "ref": lambda: ref.fit(X[P], y, bounds=bounds.copy())},
-        rounds=15 if m <= 1000 else 1,
+        rounds=rounds if m <= 1000 else 1,
     )
     A, A_ref = ours.get_mahalanobis_matrix(), ref.get_mahalanobis_matrix()
     return {
@@ -171,16 +172,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None, help="optional JSON file for the numbers")
+    ap.add_argument("--itml-only", action="store_true", help="skip the constrained complete-link cases")
+    ap.add_argument("--rounds", type=int, default=15, help="interleaved rounds for ITML with <= 1000 pairs")
+    ap.add_argument("--itml-pairs", default="200,5000", help="comma-separated ITML constraint counts")
     args = ap.parse_args()
     if args.quick:
         itml_cases, ccl_cases = [(300, 10, 100, 50)], [("random", 500), ("labelled", 500), ("cl-only", 500)]
     else:
-        itml_cases = [(2000, 50, 200, 100), (2000, 50, 5000, 100)]
+        itml_cases = [(2000, 50, int(m), 100) for m in args.itml_pairs.split(",")]
         # ICC's default seed uses cannot-links only; with must-links ICC produces the "labelled" case
         ccl_cases = [(kind, n) for kind in ("random", "labelled", "cl-only") for n in (2000, 5000)]
+    if args.itml_only:
+        ccl_cases = []
     res = {"itml": [], "ccl": []}
     for case in itml_cases:
-        r = bench_itml(*case)
+        r = bench_itml(*case, rounds=args.rounds)
         res["itml"].append(r)
         print(
             f"ITML {r['n']}x{r['d']} pairs={r['pairs']}: ours {r['ours_s'] * 1e3:.2f} ms "

@@ -21,6 +21,21 @@ def test_check_array_names_row_and_column_of_nan_and_inf():
         check_array(X, name="features")
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_check_array_finite_check_passes_huge_values_and_catches_each_kind(dtype):
+    # huge finite entries must pass, and a single NaN / inf / -inf anywhere, alone or next to huge values,
+    # must be named
+    big = np.finfo(dtype).max / 2
+    X = np.full((7, 3), big, dtype=dtype)
+    np.testing.assert_array_equal(check_array(X, dtype=dtype), X)
+    for value, kind in [(np.nan, "NaN"), (np.inf, "inf"), (-np.inf, "-inf")]:
+        for base in (np.zeros((7, 3), dtype), X):
+            Z = base.copy()
+            Z[5, 2] = value
+            with pytest.raises(InvalidInputError, match=rf"row 5 has {kind} in column 2"):
+                check_array(Z, dtype=dtype)
+
+
 @pytest.mark.parametrize(
     "X, match",
     [

@@ -106,14 +106,19 @@ def test_default_bounds_are_squared_distance_percentiles():
     )
 
 
-def test_identical_point_pairs_are_dropped():
+@pytest.mark.parametrize("at", [0, 7, None])
+def test_identical_point_pairs_are_dropped(at):
+    # an identical pair first, in the middle or last: the others are projected exactly as without it
     X, P, y = _problem()
     X2 = np.vstack([X, X[:1]])  # row 60 duplicates row 0
-    P2 = np.vstack([P, [[0, 60]]])
-    y2 = np.concatenate([y, [-1]])
+    at = len(P) if at is None else at
+    P2 = np.insert(P, at, [0, 60], axis=0)
+    y2 = np.insert(y, at, -1)
     a = ITML(bounds=(2.0, 12.0)).fit(X, P, y)
     b = ITML(bounds=(2.0, 12.0)).fit(X2, P2, y2)
-    assert b.n_pairs_used_ == len(P)
+    assert b.n_pairs_used_ == len(P) == len(b.lambda_)
+    assert b.n_iter_ == a.n_iter_
+    np.testing.assert_array_equal(b.lambda_, a.lambda_)
     np.testing.assert_allclose(a.get_mahalanobis_matrix(), b.get_mahalanobis_matrix(), rtol=1e-12)
 
 
@@ -161,8 +166,52 @@ def test_bad_input_names_culprit():
         ITML(prior="nope").fit(X, P, y)
     with pytest.raises(InvalidInputError, match="gamma"):
         ITML(gamma=-1.0).fit(X, P, y)
+    for bad in [(1.0,), (1.0, np.nan), (-1.0, 2.0), "ab", (1.0, 2.0, 3.0), 5.0]:
+        with pytest.raises(InvalidInputError, match="bounds: expected two finite non-negative numbers"):
+            ITML(bounds=bad).fit(X, P, y)
+    with pytest.raises(InvalidInputError, match="y: entry 1 is 'a'"):
+        ITML().fit(X, P[:2], np.array([1, "a"], dtype=object))
     with pytest.raises(NotFittedError):
         ITML().transform(X)
+
+
+@pytest.mark.parametrize("bounds", [None, (2.0, 12.0)])
+@pytest.mark.parametrize("row_in_a_pair", [True, False])
+@pytest.mark.parametrize("value, kind", [(np.nan, "NaN"), (np.inf, "inf")])
+def test_nonfinite_x_raises_naming_the_row(bounds, row_in_a_pair, value, kind):
+    # with explicit bounds only the paired rows enter the model; a NaN elsewhere in X must still raise, and
+    # leave the estimator unfitted
+    X, _, _ = _problem()
+    P, y = np.array([[0, 1], [2, 3], [4, 5]]), np.array([1, -1, 1])
+    row = 3 if row_in_a_pair else 40
+    X[row, 2] = value
+    est = ITML(bounds=bounds)
+    with pytest.raises(InvalidInputError, match=rf"X: row {row} has {kind} in column 2"):
+        est.fit(X, P, y)
+    assert not hasattr(est, "mahalanobis_")
+
+
+@pytest.mark.parametrize("A", [np.diag([1.0, 0.0]), np.array([[2.0, 1.0], [1.0, 2.0]])])
+def test_components_from_jax_cholesky_or_eigendecomposition(A):
+    # the factor comes from jnp.linalg.cholesky inside the solver; a semi-definite A (NaN factor) must fall
+    # back to the eigendecomposition, and either way A = L^T L
+    from jaxclust.icc.itml import _components
+
+    with jax.enable_x64(True):
+        L = np.asarray(jnp.linalg.cholesky(jnp.asarray(A)).T)
+    C = _components(A, L)
+    np.testing.assert_allclose(C.T @ C, A, atol=1e-12)
+    if np.linalg.eigvalsh(A).min() > 0:
+        np.testing.assert_array_equal(C, L)
+
+
+def test_explicit_identity_prior_equals_the_default():
+    # "identity" is built on the device, an explicit matrix is passed in: both paths must agree exactly
+    X, P, y = _problem()
+    a = ITML(bounds=(2.0, 12.0)).fit(X, P, y)
+    b = ITML(bounds=(2.0, 12.0), prior=np.eye(X.shape[1])).fit(X, P, y)
+    np.testing.assert_array_equal(a.get_mahalanobis_matrix(), b.get_mahalanobis_matrix())
+    assert a.n_iter_ == b.n_iter_
 
 
 def test_covariance_prior_is_inverse_covariance():
@@ -212,15 +261,15 @@ def _three_sweeps(A0, xi, V, delta, mask, gamma):
 
 @pytest.mark.parametrize("gamma", [1.0, np.inf])
 def test_sweep_with_mask_holes_equals_numpy_reference(gamma):
-    # 13 constraints (not a multiple of the 4-projection loop body), masked rows in the middle and at the
-    # end (the loop stops after the last real constraint; the rest of its 4-block must be inert), several
+    # 13 constraints (not a multiple of the 8-projection loop body), masked rows in the middle and at the
+    # end (the loop stops after the last real constraint; the rest of its 8-block must be inert), several
     # sweeps so the duals and slacks carry over
     m, d = 13, 4
     rng = np.random.default_rng(m)
     V = rng.normal(size=(m, d))
     delta = np.where(rng.random(m) < 0.5, 1.0, -1.0)
     mask = np.ones(m, bool)
-    mask[[2, 11, 12]] = False  # the last real one (10) is not at the end of a 4-block; 11 is inside it
+    mask[[2, 11, 12]] = False  # the last real one (10) is not at the end of an 8-block; 11 is inside it
     xi = np.where(delta > 0, 1.0, 10.0)
     A0 = np.eye(d)
     with jax.enable_x64(True):
@@ -232,3 +281,14 @@ def test_sweep_with_mask_holes_equals_numpy_reference(gamma):
     np.testing.assert_allclose(xi_out, xi_ref, rtol=1e-12)
     assert np.all(lam[~mask] == 0) and np.all(xi_out[~mask] == xi[~mask])
     assert int(st.n_sweeps) == 3
+
+
+@pytest.mark.parametrize("d", [1, 31, 32, 33, 50, 65, 130])
+def test_vdot_in_rows_of_at_most_32_equals_dot(d):
+    from jaxclust.icc.itml import _vdot
+
+    rng = np.random.default_rng(d)
+    a, b = rng.normal(size=d), rng.normal(size=d)
+    with jax.enable_x64(True):
+        got = float(jax.jit(_vdot)(jnp.asarray(a), jnp.asarray(b)))
+    np.testing.assert_allclose(got, a @ b, rtol=1e-13, atol=1e-13)
