@@ -22,9 +22,9 @@ def test_check_array_names_row_and_column_of_nan_and_inf():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_check_array_finite_check_passes_huge_values_and_catches_each_kind(dtype):
-    # huge finite entries must pass, and a single NaN / inf / -inf anywhere, alone or next to huge values,
-    # must be named
+def test_check_array_ready_arrays_pass_huge_values_and_name_each_nonfinite_kind(dtype):
+    # arrays already of the asked-for dtype take check_array's no-conversion path: huge finite entries must
+    # pass it, and a single NaN / inf / -inf anywhere, alone or next to huge values, must be named
     big = np.finfo(dtype).max / 2
     X = np.full((7, 3), big, dtype=dtype)
     np.testing.assert_array_equal(check_array(X, dtype=dtype), X)
