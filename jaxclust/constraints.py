@@ -310,6 +310,33 @@ class Constraints:
         d = self.degrees
         return int(d.max()) if d.size else 0
 
+    def colouring(self, n_rows: int | None = None) -> tuple[np.ndarray, int]:
+        """Greedy colouring (largest degree first) of the group-level cannot-link graph.
+
+        Groups of one colour share no cannot-link, so a sampler may move all of them at once.
+
+        Returns
+        -------
+        colour : np.ndarray, shape (n_rows,), int32
+            Groups without cannot-links (and padding rows beyond ``n_groups``) have colour 0.
+        n_colours : int
+        """
+        rows = self.n_groups if n_rows is None else int(n_rows)
+        colour = np.zeros(rows, dtype=np.int32)
+        e = self._cl_groups
+        if len(e) == 0:
+            return colour, 1
+        nbrs: dict[int, list[int]] = {}
+        for a, b in e.tolist():
+            nbrs.setdefault(a, []).append(b)
+            nbrs.setdefault(b, []).append(a)
+        done = np.zeros(rows, dtype=bool)
+        for g in sorted(nbrs, key=lambda g: (-len(nbrs[g]), g)):
+            used = {int(colour[h]) for h in nbrs[g] if done[h]}
+            colour[g] = next(c for c in range(len(used) + 1) if c not in used)
+            done[g] = True
+        return colour, int(colour.max()) + 1
+
     def cannot_partners(self, capacity: int | None = None, n_rows: int | None = None) -> np.ndarray:
         """Group-level cannot-link partner lists, padded with -1.
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["escobar_west", "gamma_draw"]
+__all__ = ["escobar_west", "gamma_draw", "gamma_draws"]
 
 _N_TRY = 8
 
@@ -43,6 +43,30 @@ def gamma_draw(key: jax.Array, shape: jax.Array, dtype=None) -> jax.Array:
     idx = jnp.where(jnp.any(ok), jnp.argmax(ok), _N_TRY - 1)
     g = d * jnp.maximum(v[idx], jnp.finfo(dtype).tiny)
     return g * jnp.exp(jnp.log(jax.random.uniform(k_boost, (), dtype, minval=jnp.finfo(dtype).tiny)) / shape)
+
+
+def gamma_draws(key: jax.Array, shape: jax.Array, log: bool = False) -> jax.Array:
+    """Independent Gamma(shape, 1) draws for an array of shapes (elementwise :func:`gamma_draw`).
+
+    ``log=True`` returns ``ln g`` computed in log space, which stays finite for tiny shapes (where ``g``
+    itself underflows, e.g. Dirichlet draws with concentration << 1).
+    """
+    shape = jnp.asarray(shape)
+    dtype = jnp.result_type(shape, float)
+    k_x, k_u, k_boost = jax.random.split(key, 3)
+    d = (shape + 1.0 - 1.0 / 3.0)[..., None]
+    c = 1.0 / jnp.sqrt(9.0 * d)
+    x = jax.random.normal(k_x, shape.shape + (_N_TRY,), dtype)
+    v = (1.0 + c * x) ** 3
+    u = jax.random.uniform(k_u, shape.shape + (_N_TRY,), dtype)
+    log_v = jnp.log(jnp.where(v > 0, v, 1.0))
+    ok = (v > 0) & (jnp.log(u) < 0.5 * x**2 + d - d * v + d * log_v)
+    idx = jnp.where(jnp.any(ok, -1), jnp.argmax(ok, -1), _N_TRY - 1)
+    v_acc = jnp.maximum(jnp.take_along_axis(v, idx[..., None], -1)[..., 0], jnp.finfo(dtype).tiny)
+    log_g = jnp.log(d[..., 0] * v_acc) + jnp.log(
+        jax.random.uniform(k_boost, shape.shape, dtype, minval=jnp.finfo(dtype).tiny)
+    ) / shape
+    return log_g if log else jnp.exp(log_g)
 
 
 def escobar_west(

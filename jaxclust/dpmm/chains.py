@@ -18,12 +18,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxclust.dpmm import gibbs
+from jaxclust.dpmm.kernels import Kernel, iterate
 
 __all__ = [
     "ChainResult",
     "run_chains",
     "repair_labels",
-    "initial_labels",
     "initial_capacity",
     "grown_capacity",
     "TRACE_COUNTER",
@@ -65,18 +65,18 @@ class ChainResult(NamedTuple):
     n_overflow_redos: int = 0
 
 
-@functools.partial(jax.jit, static_argnames=("n_sweeps",))
-def _run_block(keys, states, data, family, alpha_prior, n_active, *, n_sweeps):
-    """``n_sweeps`` sweeps (the first ``n_active`` of them real) of every chain; per-sweep traces."""
+@functools.partial(jax.jit, static_argnames=("n_sweeps", "spec"))
+def _run_block(keys, states, data, family, alpha_prior, n_active, *, n_sweeps, spec):
+    """``n_sweeps`` iterations (the first ``n_active`` of them real) of every chain; per-iteration traces."""
     TRACE_COUNTER["block"] += 1
     sweep_keys = jax.vmap(lambda k: jax.random.split(k, n_sweeps))(keys)  # (C, n_sweeps)
-    vsweep = jax.vmap(gibbs.sweep, in_axes=(0, 0, None, None, None))
+    vstep = jax.vmap(iterate, in_axes=(0, 0, None, None, None, None))
 
     def body(states, xs):
         i, ks = xs
         # unbatched predicate: a real branch, so the inactive tail of a short block costs nothing
         states = jax.lax.cond(
-            i < n_active, lambda s: vsweep(ks, s, data, family, alpha_prior), lambda s: s, states
+            i < n_active, lambda s: vstep(ks, s, data, family, alpha_prior, spec), lambda s: s, states
         )
         return states, (states.log_joint, jnp.sum(states.counts > 0, -1), states.alpha)
 
@@ -125,13 +125,6 @@ def repair_labels(labels: np.ndarray, constraints) -> np.ndarray:
     return np.unique(gl, return_inverse=True)[1].astype(np.int32)
 
 
-def initial_labels(key, n_chains: int, n_items: int, n_start: int = 8) -> np.ndarray:
-    """Random item labels in ``[0, n_start)`` per chain (before constraint repair)."""
-    seed = np.asarray(jax.random.key_data(key)).ravel()
-    rng = np.random.default_rng(seed.astype(np.uint64).tolist())
-    return rng.integers(0, max(1, min(n_start, n_items)), size=(n_chains, n_items))
-
-
 def _round_slots(k: int) -> int:
     return SLOT_STEP * -(-int(k) // SLOT_STEP)
 
@@ -172,6 +165,7 @@ def run_chains(
     thin: int = 5,
     capacity: int | None = None,
     progress: bool = False,
+    spec: Kernel = Kernel(),
 ) -> ChainResult:
     """Run ``C = len(group_labels)`` chains from group labels (C, n_rows) satisfying the constraints.
 
@@ -190,6 +184,11 @@ def run_chains(
     capacity : int, optional
         Smallest initial number of slots (default: from the initial labels, see the module docstring); grows
         when the chains need more.
+    progress : bool
+        A tqdm bar over blocks.
+    spec : Kernel
+        What one iteration is (:class:`jaxclust.dpmm.kernels.Kernel`); the default is a collapsed Gibbs sweep
+        after one split-merge round.
     """
     group_labels = np.asarray(group_labels, dtype=np.int32)
     n_chains = group_labels.shape[0]
@@ -222,7 +221,7 @@ def run_chains(
         keys = jax.vmap(lambda k, b=b: jax.random.fold_in(k, b))(chain_keys)
         while True:
             new_states, (lj, kk, al) = _run_block(
-                keys, states, data, family, alpha_prior, jnp.asarray(n_active), n_sweeps=thin
+                keys, states, data, family, alpha_prior, jnp.asarray(n_active), n_sweeps=thin, spec=spec
             )
             if not bool(jnp.any(new_states.overflow)):
                 break

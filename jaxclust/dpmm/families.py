@@ -19,6 +19,14 @@ computed
 (two-pass,
   centred; used once per sweep to wipe out drift from the incremental add/remove).
 * ``log_marginal(slots)`` -> (K,): ``ln p(X_k)`` of each slot's data (0 for an empty slot).
+* ``segment_stats(seg, onehot, gs)`` / ``slots_from_stats(stats)``: statistics of any grouping of the groups
+  (``onehot`` (rows, S) membership, ``seg`` (rows,) each row's segment) and the slots they give; the split-merge
+  kernel uses them for proposed components.
+* ``split_view(gs)`` -> ``(feat, within)`` (rows, D'): a feature vector per group and its members' scatter about
+  it, the space in which split proposals run 2-means (:mod:`jaxclust.dpmm.splitmerge`).
+* ``draw_params(key, slots)`` and ``group_loglik(params, gs)`` -> (rows, K): a draw of each slot's component
+  parameters from its posterior, and every group's log-likelihood under every component as matrix products
+  (the sub-cluster sampler, :mod:`jaxclust.dpmm.subcluster`).
 
 Slots store *posterior parameters* (kappa_n, m_n, ...) plus a cached scalar, so a Gibbs step costs one
 ``(K, D)`` pass of logarithms and touches only the two slots that change.
@@ -38,6 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, multigammaln
 
+from jaxclust.dpmm.alpha import gamma_draws
 from jaxclust.errors import InvalidInputError
 
 __all__ = ["NormalGamma", "NormalInverseWishart", "DirichletMultinomial", "default_prior"]
@@ -216,16 +225,44 @@ class NormalGamma(eqx.Module):
             norm = table[0, new] - table[0, old] - table[1, new]
         return slots.cache + norm - shape * jnp.sum(jnp.log(rate), -1) - 0.5 * D * gs.size * _LOG_2PI
 
-    def slots_from_groups(self, z: jax.Array, onehot: jax.Array, gs: NGStats) -> NGSlot:
-        w = onehot * gs.size[:, None]  # (rows, K): items of each group in each slot
+    def segment_stats(self, seg: jax.Array, onehot: jax.Array, gs: NGStats) -> NGStats:
+        """Statistics of each segment (S leading) from group rows; ``onehot`` (rows, S), ``seg`` (rows,)."""
+        w = onehot * gs.size[:, None]  # (rows, S): items of each group in each segment
         n = w.sum(0)
         xbar = (w.T @ gs.mean) / jnp.maximum(n, 1.0)[:, None]
-        # scatter about the slot mean = within-group scatter + between-group part (two-pass, centred)
-        dev2 = gs.size[:, None] * (gs.mean - xbar[z]) ** 2
-        m2 = onehot.T @ (gs.m2 + dev2)
-        K = n.shape[0]
+        # scatter about the segment mean = within-group scatter + between-group part (two-pass, centred)
+        dev2 = gs.size[:, None] * (gs.mean - xbar[jnp.clip(seg, 0, n.shape[0] - 1)]) ** 2
+        return NGStats(n, xbar, onehot.T @ (gs.m2 + dev2))
+
+    def slots_from_stats(self, stats: NGStats) -> NGSlot:
+        K = stats.size.shape[0]
         prior = jax.tree.map(lambda a: jnp.broadcast_to(a, (K,) + a.shape), self.prior_slot())
-        return jax.vmap(self.add)(prior, NGStats(n, xbar, m2))
+        return jax.vmap(self.add)(prior, stats)
+
+    def slots_from_groups(self, z: jax.Array, onehot: jax.Array, gs: NGStats) -> NGSlot:
+        return self.slots_from_stats(self.segment_stats(z, onehot, gs))
+
+    def split_view(self, gs: NGStats):
+        return gs.mean, gs.m2
+
+    def draw_params(self, key, slots: NGSlot):
+        """Per slot: precisions ``lam`` (K, D) ~ Gamma(shape_n, rate_n), means ``mu`` ~ N(mean_n, 1/(kappa_n lam))."""
+        k_lam, k_mu = jax.random.split(key)
+        shape = jnp.broadcast_to(slots.shape[:, None], slots.rate.shape)
+        lam = gamma_draws(k_lam, shape) / slots.rate
+        mu = slots.mean + jax.random.normal(k_mu, lam.shape, lam.dtype) / jnp.sqrt(slots.kappa[:, None] * lam)
+        return lam, mu
+
+    def group_loglik(self, params, gs: NGStats) -> jax.Array:
+        """(rows, K) ``sum over the group's items of ln N(x | mu_k, 1/lam_k)`` from the group's size, mean and
+        scatter: ``-1/2 (m2 + m x^2) . lam + m x . (lam mu) + m c_k``, two matrix products."""
+        lam, mu = params
+        D = lam.shape[-1]
+        c = 0.5 * jnp.sum(jnp.log(lam), -1) - 0.5 * D * _LOG_2PI - 0.5 * jnp.sum(lam * mu**2, -1)
+        m = gs.size[:, None]
+        quad = jnp.concatenate([gs.m2 + m * gs.mean**2, m * gs.mean], axis=1)  # (rows, 2D)
+        coef = jnp.concatenate([-0.5 * lam, lam * mu], axis=1)  # (K, 2D)
+        return quad @ coef.T + m * c[None, :]
 
     def log_marginal(self, slots: NGSlot) -> jax.Array:
         D = slots.rate.shape[-1]
@@ -384,16 +421,58 @@ class NormalInverseWishart(eqx.Module):
             norm = table[0, new] - table[0, old] - table[1, new]
         return slots.cache + norm - 0.5 * dof * _logdet_pd(scale) - 0.5 * D * gs.size * _LOG_PI
 
-    def slots_from_groups(self, z: jax.Array, onehot: jax.Array, gs: NIWStats) -> NIWSlot:
+    def segment_stats(self, seg: jax.Array, onehot: jax.Array, gs: NIWStats) -> NIWStats:
         w = onehot * gs.size[:, None]
         n = w.sum(0)
         xbar = (w.T @ gs.mean) / jnp.maximum(n, 1.0)[:, None]
-        dev = gs.mean - xbar[z]  # (rows, D)
+        dev = gs.mean - xbar[jnp.clip(seg, 0, n.shape[0] - 1)]  # (rows, D)
         per_group = gs.scatter + gs.size[:, None, None] * dev[:, :, None] * dev[:, None, :]
-        scatter = jnp.einsum("nk,nde->kde", onehot, per_group)
-        K = n.shape[0]
+        return NIWStats(n, xbar, jnp.einsum("nk,nde->kde", onehot, per_group))
+
+    def slots_from_stats(self, stats: NIWStats) -> NIWSlot:
+        K = stats.size.shape[0]
         prior = jax.tree.map(lambda a: jnp.broadcast_to(a, (K,) + a.shape), self.prior_slot())
-        return jax.vmap(self.add)(prior, NIWStats(n, xbar, scatter))
+        return jax.vmap(self.add)(prior, stats)
+
+    def slots_from_groups(self, z: jax.Array, onehot: jax.Array, gs: NIWStats) -> NIWSlot:
+        return self.slots_from_stats(self.segment_stats(z, onehot, gs))
+
+    def split_view(self, gs: NIWStats):
+        return gs.mean, jnp.diagonal(gs.scatter, axis1=-2, axis2=-1)
+
+    def draw_params(self, key, slots: NIWSlot):
+        """Per slot: precision ``Lam`` ~ Wishart(dof_n, scale_n^-1) by the Bartlett decomposition and mean
+        ``mu`` ~ N(mean_n, (kappa_n Lam)^-1). Returns ``(Lam (K, D, D), mu (K, D), logdet Lam (K,))``."""
+        K, D = slots.mean.shape
+        k_chi, k_off, k_mu = jax.random.split(key, 3)
+        dtype = slots.mean.dtype
+        # Bartlett: A lower triangular, A_ii^2 ~ chi2(dof - i), A_ij ~ N(0, 1) below the diagonal
+        dof_i = slots.dof[:, None] - jnp.arange(D, dtype=dtype)[None, :]
+        diag = jnp.sqrt(2.0 * gamma_draws(k_chi, 0.5 * dof_i))
+        A = jnp.tril(jax.random.normal(k_off, (K, D, D), dtype), -1) + jax.vmap(jnp.diag)(diag)
+        L = jnp.linalg.cholesky(slots.scale)  # scale = L L^T; Lam = M M^T with M = L^-T A
+        M = jax.scipy.linalg.solve_triangular(jnp.swapaxes(L, -1, -2), A, lower=False)
+        lam = M @ jnp.swapaxes(M, -1, -2)
+        # mu = mean + M^-T eps / sqrt(kappa), M^-T = L A^-T
+        eps = jax.random.normal(k_mu, (K, D, 1), dtype)
+        v = jax.scipy.linalg.solve_triangular(jnp.swapaxes(A, -1, -2), eps, lower=False)
+        mu = slots.mean + (L @ v)[..., 0] / jnp.sqrt(slots.kappa)[:, None]
+        logdet = 2.0 * jnp.sum(jnp.log(diag), -1) - 2.0 * jnp.sum(
+            jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), -1
+        )
+        return lam, mu, logdet
+
+    def group_loglik(self, params, gs: NIWStats) -> jax.Array:
+        """(rows, K): ``m/2 ln|Lam| - mD/2 ln 2pi - 1/2 tr(Lam (S + m x x^T)) + m x^T Lam mu - m/2 mu^T Lam mu``,
+        as a (rows, D^2) x (D^2, K) product (meant for moderate D)."""
+        lam, mu, logdet = params
+        K, D = mu.shape
+        m = gs.size
+        outer = gs.scatter + m[:, None, None] * gs.mean[:, :, None] * gs.mean[:, None, :]
+        lam_mu = jnp.einsum("kde,ke->kd", lam, mu)
+        quad = -0.5 * outer.reshape(-1, D * D) @ lam.reshape(K, D * D).T + (m[:, None] * gs.mean) @ lam_mu.T
+        c = 0.5 * logdet - 0.5 * D * _LOG_2PI - 0.5 * jnp.sum(mu * lam_mu, -1)
+        return quad + m[:, None] * c[None, :]
 
     def log_marginal(self, slots: NIWSlot) -> jax.Array:
         D = slots.scale.shape[-1]
@@ -509,8 +588,30 @@ class DirichletMultinomial(eqx.Module):
         new = slots.conc + gs.counts
         return slots.cache - gammaln(jnp.sum(new, -1)) + jnp.sum(gammaln(new), -1) + gs.coef
 
+    def segment_stats(self, seg: jax.Array, onehot: jax.Array, gs: DMStats) -> DMStats:
+        counts = onehot.T @ gs.counts
+        return DMStats(onehot.T @ gs.size, counts, counts.sum(-1), onehot.T @ gs.coef)
+
+    def slots_from_stats(self, stats: DMStats) -> DMSlot:
+        return self._cached(self.concentration + stats.counts)
+
     def slots_from_groups(self, z: jax.Array, onehot: jax.Array, gs: DMStats) -> DMSlot:
         return self._cached(self.concentration + onehot.T @ gs.counts)
+
+    def split_view(self, gs: DMStats):
+        # category proportions of each group's pooled counts (the members' spread is not tracked)
+        feat = gs.counts / jnp.maximum(gs.total, 1.0)[:, None]
+        return feat, jnp.zeros_like(feat)
+
+    def draw_params(self, key, slots: DMSlot):
+        """Per slot ``ln theta`` (K, V), theta ~ Dirichlet(conc_n) (normalised Gamma draws, in log space)."""
+        g = gamma_draws(key, slots.conc, log=True)
+        return (g - jax.scipy.special.logsumexp(g, axis=-1, keepdims=True),)
+
+    def group_loglik(self, params, gs: DMStats) -> jax.Array:
+        """(rows, K) ``counts . ln theta_k`` plus the members' multinomial coefficients."""
+        (log_theta,) = params
+        return gs.counts @ log_theta.T + gs.coef[:, None]
 
     def log_marginal(self, slots: DMSlot) -> jax.Array:
         # multinomial coefficients are added once for the whole data set by the sampler (constant in z)

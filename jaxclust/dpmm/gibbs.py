@@ -37,7 +37,17 @@ from jaxclust.dpmm.alpha import escobar_west
 # Smallest cannot-link table width: wide enough that early rounds of active learning never re-compile the sweep.
 MIN_PARTNER_CAPACITY = 8
 
-__all__ = ["GroupData", "GibbsState", "prepare", "init", "sweep", "build_kernel", "log_joint", "pad_capacity"]
+__all__ = [
+    "GroupData",
+    "GibbsState",
+    "prepare",
+    "init",
+    "sweep",
+    "finish",
+    "build_kernel",
+    "log_joint",
+    "pad_capacity",
+]
 
 
 class GroupData(NamedTuple):
@@ -49,6 +59,8 @@ class GroupData(NamedTuple):
     group_of : (n_items,) int32 group of each item
     n_items : () float, N (for the CRP normaliser and the alpha update)
     log_const : () float, a z-independent constant of the log joint (multinomial coefficients)
+    colour : (n_rows,) int32 colour class of each group in the cannot-link graph (the parallel sampler)
+    n_colours : () int32 number of colour classes
     """
 
     stats: Any
@@ -57,6 +69,8 @@ class GroupData(NamedTuple):
     group_of: jax.Array
     n_items: jax.Array
     log_const: jax.Array
+    colour: jax.Array
+    n_colours: jax.Array
 
 
 class GibbsState(NamedTuple):
@@ -109,6 +123,7 @@ def prepare(
         partners = constraints.cannot_partners(cap, n_rows=n)
     stats = family.group_stats(X, group_of, n)
     log_const = float(np.sum(stats.coef)) if hasattr(stats, "coef") else 0.0
+    colour, n_colours = (np.zeros(n, np.int32), 1) if constraints is None else constraints.colouring(n)
     return GroupData(
         stats=jax.tree.map(lambda a: jnp.asarray(a, dtype), stats),
         valid=jnp.asarray(np.arange(n) < n_groups),
@@ -116,6 +131,8 @@ def prepare(
         group_of=jnp.asarray(group_of),
         n_items=jnp.asarray(n, dtype),
         log_const=jnp.asarray(log_const, dtype),
+        colour=jnp.asarray(colour),
+        n_colours=jnp.asarray(n_colours, jnp.int32),
     )
 
 
@@ -242,14 +259,21 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
         return (z, counts, slots, overflow), None
 
     carry = (state.z, state.counts, state.slots, state.overflow)
-    (z, counts, _, overflow), _ = jax.lax.scan(step, carry, (order, us))
+    (z, _, _, overflow), _ = jax.lax.scan(step, carry, (order, us))
+    return finish(k_alpha, z, state._replace(overflow=overflow), data, family, alpha_prior)
+
+
+def finish(key, z, state: GibbsState, data: GroupData, family, alpha_prior=None) -> GibbsState:
+    """End of an iteration: counts and slots recomputed from ``z`` (exact), alpha | K (Escobar-West) when
+    ``alpha_prior`` is given (see :func:`sweep`), and the log joint."""
+    K = state.counts.shape[0]
     counts, slots = _refresh(z, data, family, K)
     alpha = state.alpha
     if alpha_prior is not None:
-        n_comp = jnp.sum(counts > 0).astype(dtype)
-        drawn = escobar_west(k_alpha, alpha, n_comp, data.n_items, alpha_prior[0], alpha_prior[1])
+        n_comp = jnp.sum(counts > 0).astype(counts.dtype)
+        drawn = escobar_west(key, alpha, n_comp, data.n_items, alpha_prior[0], alpha_prior[1])
         alpha = jnp.where(alpha_prior[2], drawn, alpha) if len(alpha_prior) == 3 else drawn
-    return GibbsState(z, counts, slots, alpha, overflow, log_joint(counts, slots, alpha, data, family))
+    return GibbsState(z, counts, slots, alpha, state.overflow, log_joint(counts, slots, alpha, data, family))
 
 
 def build_kernel(family, alpha_prior=None):

@@ -10,16 +10,30 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from jaxclust.constraints import Constraints, _next_pow2
+from jaxclust.constraints import Constraints
 from jaxclust.dpmm import chains, gibbs
+from jaxclust.dpmm.kernels import SAMPLERS, Kernel
 from jaxclust.dpmm.diagnostics import chain_diagnostics
 from jaxclust.dpmm.families import DirichletMultinomial, NormalGamma, NormalInverseWishart
-from jaxclust.errors import ConstraintError, InvalidInputError
+from jaxclust.errors import ConstraintError, InvalidInputError, NotFittedError
 from jaxclust.validation import check_array, check_labels, check_positive, prng_key
 
-__all__ = ["DPMM", "sample", "as_constraints"]
+__all__ = ["DPMM", "sample", "as_constraints", "coclustering", "choose_sampler"]
 
 _FAMILIES = (NormalGamma, NormalInverseWishart, DirichletMultinomial)
+
+# ``sampler="auto"`` runs the parallel sub-cluster sampler from this many must-link groups up.
+AUTO_SUBCLUSTER_GROUPS = 5000
+
+
+def choose_sampler(sampler: str, n_groups: int) -> str:
+    """``"collapsed"`` or ``"subcluster"``: ``sampler`` itself, or for ``"auto"`` the collapsed sampler below
+    ``AUTO_SUBCLUSTER_GROUPS`` groups (its sweep is sequential over groups) and the sub-cluster sampler above."""
+    if sampler not in SAMPLERS + ("auto",):
+        raise InvalidInputError(f"sampler: expected 'auto', 'collapsed' or 'subcluster', got {sampler!r}")
+    if sampler == "auto":
+        return "collapsed" if n_groups < AUTO_SUBCLUSTER_GROUPS else "subcluster"
+    return sampler
 
 
 def as_constraints(constraints: Any, n: int) -> Constraints | None:
@@ -104,8 +118,17 @@ def sample(
     partner_capacity: int | None = None,
     dtype=jnp.float32,
     progress: bool = False,
+    sampler: str = "auto",
+    split_merge: int = 1,
 ) -> chains.ChainResult:
-    """Draw posterior samples of the partition under a (constrained) DPMM by collapsed Gibbs.
+    """Draw posterior samples of the partition under a (constrained) DPMM.
+
+    Each iteration is ``split_merge`` rounds of exact split-merge proposals over all components
+    (:mod:`jaxclust.dpmm.splitmerge`) followed by a collapsed Gibbs sweep over must-link groups
+    (``sampler="collapsed"``) or the parallel restricted step of the sub-cluster sampler
+    (``sampler="subcluster"``, :mod:`jaxclust.dpmm.subcluster`). Every chain starts with all items in one
+    component (the cannot-links permitting): a start that favours no partition, which the split moves leave
+    within a few iterations.
 
     Parameters
     ----------
@@ -119,15 +142,24 @@ def sample(
     alpha_prior : (shape, rate), optional
         Gamma prior: alpha is then inferred by Escobar-West (exact: constraints are treated as observations).
     n_chains, n_burnin, n_samples, thin : int
+        Chains; iterations before the first retained sample; retained samples per chain; iterations between
+        retained samples.
     capacity : int, optional
         Smallest initial number of component slots. By default the slots track the occupied count (start at the
         initial components + 2, rounded up to a multiple of 4; grow x1.5 when a chain comes within 2 of the
         capacity, or runs out: see :mod:`jaxclust.dpmm.chains`). Never a truncation.
-    init_labels : array, shape (n_chains, n), optional
-        Warm start; repaired to satisfy the constraints first.
+    init_labels : array, shape (n_chains, n) or (n,), optional
+        Start of each chain (e.g. a previous fit's ``final_labels_``); repaired to satisfy the constraints.
     partner_capacity : int, optional
         Width of the padded cannot-link partner table (see :func:`jaxclust.dpmm.gibbs.prepare`).
     dtype : float dtype of the sampler's arithmetic (float32 by default; statistics are centred).
+    progress : bool
+        A progress bar over blocks of iterations.
+    sampler : {"auto", "collapsed", "subcluster"}
+        ``"auto"``: collapsed below ``AUTO_SUBCLUSTER_GROUPS`` must-link groups, sub-cluster above.
+    split_merge : int
+        Split-merge rounds per iteration (0 turns them off and leaves the local moves alone, which cannot
+        split a component: only for comparison).
 
     Returns
     -------
@@ -145,14 +177,14 @@ def sample(
     family, Xs = _prepare_family(X, prior)
     family = family.astype(dtype)
     key = prng_key(key)
-    k_init, k_run = jax.random.split(key)
+    k_run = jax.random.split(key)[1]
     if capacity is not None:
         capacity = _check_int(capacity, "capacity", 1)
+    split_merge = _check_int(split_merge, "split_merge", 0)
+    n_groups = n if constraints is None else constraints.n_groups
+    sampler = choose_sampler(sampler, n_groups)
     if init_labels is None:
-        # starting components: half the old default capacity min(16, next_pow2(n)) (or of an explicit one), so
-        # a seed gives the same initial labels, and the same draws, as before the slots tracked occupancy
-        n_start = max(1, min(8, (capacity or min(16, _next_pow2(n))) // 2))
-        item_labels = chains.initial_labels(k_init, n_chains, n, n_start=n_start)
+        item_labels = np.zeros((n_chains, n), dtype=np.int64)
     else:
         item_labels = np.asarray(init_labels)
         if item_labels.ndim == 1:
@@ -165,6 +197,8 @@ def sample(
         g = chains.repair_labels(item_labels[c], constraints)
         group_labels[c, : len(g)] = g
     data = gibbs.prepare(Xs, constraints, family, dtype, partner_capacity)
+    constrained = constraints is not None and len(constraints.cannot_link_groups) > 0
+    spec = Kernel(sampler, split_merge=split_merge, constrained=constrained)
     return chains.run_chains(
         k_run,
         data,
@@ -177,17 +211,19 @@ def sample(
         thin=thin,
         capacity=capacity,
         progress=progress,
+        spec=spec,
     )
 
 
 def coclustering(samples: np.ndarray) -> np.ndarray:
-    """P[i, j] = fraction of samples (S, n) in which items i and j share a component: one einsum over one-hot
-    samples (float32 accumulate, returned as float64)."""
-    samples = np.asarray(samples)
-    n_labels = int(samples.max()) + 1
-    onehot = jax.nn.one_hot(jnp.asarray(samples), n_labels, dtype=jnp.float32)
-    p = jnp.einsum("snk,smk->nm", onehot, onehot) / samples.shape[0]
-    return np.asarray(p, dtype=np.float64)
+    """P[i, j] = fraction of samples (S, n) in which items i and j share a component, float64 (n, n).
+
+    The same as :func:`jaxclust.active.coclustering` (whose semantics it shares: any integer labels, the
+    diagonal is 1).
+    """
+    from jaxclust.active.entropy import coclustering as _coclustering
+
+    return np.asarray(_coclustering(samples), dtype=np.float64)
 
 
 class DPMM(ClusterMixin, BaseEstimator):
@@ -242,6 +278,8 @@ class DPMM(ClusterMixin, BaseEstimator):
         thin=5,
         max_components=None,
         random_state=0,
+        sampler="auto",
+        split_merge=1,
     ):
         self.prior = prior
         self.alpha = alpha
@@ -252,6 +290,8 @@ class DPMM(ClusterMixin, BaseEstimator):
         self.thin = thin
         self.max_components = max_components
         self.random_state = random_state
+        self.sampler = sampler
+        self.split_merge = split_merge
 
     def fit(self, X, constraints=None, init_labels=None, n_burnin=None, progress=False):
         """Sample the posterior over partitions of ``X`` (n, D) under ``constraints``.
@@ -285,6 +325,8 @@ class DPMM(ClusterMixin, BaseEstimator):
             capacity=self.max_components,
             init_labels=init_labels,
             progress=progress,
+            sampler=self.sampler,
+            split_merge=self.split_merge,
         )
         C, S, n = res.samples.shape
         self.samples_ = res.samples.reshape(C * S, n).astype(np.int64)
@@ -293,7 +335,7 @@ class DPMM(ClusterMixin, BaseEstimator):
         best = int(np.argmax(self.log_joint_))
         self.labels_ = self.samples_[best].copy()
         self.n_components_ = int(self.labels_.max()) + 1
-        self.coclustering_ = coclustering(self.samples_)
+        self._coclustering = None
         self.final_labels_ = res.final_labels.astype(np.int64)
         self.n_capacity_growths_ = int(res.n_capacity_growths)
         self.capacity_ = int(res.capacity)
@@ -310,6 +352,16 @@ class DPMM(ClusterMixin, BaseEstimator):
         diag["n_components_samples"] = res.n_components.reshape(-1)
         self.diagnostics_ = diag
         return self
+
+    @property
+    def coclustering_(self) -> np.ndarray:
+        """(n, n) probability that two items share a component, over the retained samples (computed on first
+        access: it is n x n; for large n use :func:`jaxclust.active.top_entropy_pairs` on ``samples_``)."""
+        if "samples_" not in vars(self):
+            raise NotFittedError("DPMM: call fit before reading coclustering_")
+        if self._coclustering is None:
+            self._coclustering = coclustering(self.samples_)
+        return self._coclustering
 
     def fit_predict(self, X, constraints=None, init_labels=None, n_burnin=None):
         """``fit`` and return ``labels_``."""

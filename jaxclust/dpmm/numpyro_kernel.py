@@ -26,6 +26,7 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
 from jaxclust.dpmm import chains, gibbs
+from jaxclust.dpmm.kernels import Kernel, iterate
 from jaxclust.dpmm.model import _check_alpha_prior, _prepare_family, as_constraints
 from jaxclust.validation import check_array, check_positive
 
@@ -44,7 +45,7 @@ class DPMMKernelState(NamedTuple):
 
 
 class DPMMKernel(MCMCKernel):
-    """Collapsed Gibbs for the constrained DPMM, one NumPyro step = one sweep.
+    """Collapsed Gibbs with split-merge for the constrained DPMM, one NumPyro step = one iteration.
 
     Parameters
     ----------
@@ -52,6 +53,8 @@ class DPMMKernel(MCMCKernel):
     constraints, prior, alpha, alpha_prior : as in :func:`jaxclust.dpmm.sample`
     capacity : int, optional
         Component slots (default: number of must-link groups, always enough).
+    split_merge : int
+        Split-merge rounds before each Gibbs sweep (:mod:`jaxclust.dpmm.splitmerge`).
     """
 
     sample_field = "draws"
@@ -65,6 +68,7 @@ class DPMMKernel(MCMCKernel):
         alpha_prior=None,
         capacity: int | None = None,
         dtype=jnp.float32,
+        split_merge: int = 1,
     ):
         X = check_array(X, name="X", min_rows=2)
         constraints = as_constraints(constraints, X.shape[0])
@@ -78,6 +82,7 @@ class DPMMKernel(MCMCKernel):
         n_groups = X.shape[0] if constraints is None else constraints.n_groups
         self._capacity = int(capacity) if capacity is not None else n_groups
         self._sample_fn = None
+        self._spec = Kernel("collapsed", split_merge=int(split_merge))
 
     @property
     def default_fields(self):
@@ -92,10 +97,8 @@ class DPMMKernel(MCMCKernel):
         return DPMMKernelState(draws, gstate.z[self._data.group_of], gstate, key)
 
     def _init_one(self, key):
-        k_init, key = jax.random.split(key)
-        # a random start with at most 8 components, repaired on the host to satisfy the constraints
-        labels = chains.initial_labels(k_init, 1, self._data.group_of.shape[0])[0]
-        g = chains.repair_labels(labels, self._constraints)
+        # every chain starts in one component (repaired on the host to satisfy the cannot-links)
+        g = chains.repair_labels(np.zeros(self._data.group_of.shape[0], np.int64), self._constraints)
         z = np.zeros(self._data.valid.shape[0], np.int32)
         z[: len(g)] = g
         capacity = max(self._capacity, int(g.max()) + 1)
@@ -104,7 +107,7 @@ class DPMMKernel(MCMCKernel):
 
     def _step_one(self, state: DPMMKernelState) -> DPMMKernelState:
         key, sub = jax.random.split(state.rng_key)
-        new = gibbs.sweep(sub, state.gibbs, self._data, self._family, self._alpha_prior)
+        new = iterate(sub, state.gibbs, self._data, self._family, self._alpha_prior, self._spec)
         return self._wrap(new, key)
 
     def init(self, rng_key, num_warmup, init_params, model_args=(), model_kwargs=None):

@@ -1,0 +1,55 @@
+"""One iteration of either DPMM sampler, as a pure jittable function of one chain's state.
+
+``collapsed``:  split-merge rounds, then one collapsed Gibbs sweep over groups (:mod:`jaxclust.dpmm.gibbs`).
+``subcluster``: split-merge rounds, then the parallel restricted step (:mod:`jaxclust.dpmm.subcluster`).
+Both end with alpha | K (Escobar-West, when inferred) and an exact refresh of the statistics. Every piece
+leaves the (constrained) posterior invariant, so any composition does too.
+
+Usage::
+
+    spec = Kernel("subcluster", split_merge=1)
+    state = iterate(key, state, data, family, alpha_prior, spec)      # jit with ``spec`` static; vmap chains
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+
+from jaxclust.dpmm import gibbs, splitmerge, subcluster
+
+__all__ = ["Kernel", "iterate", "SAMPLERS"]
+
+SAMPLERS = ("collapsed", "subcluster")
+
+
+class Kernel(NamedTuple):
+    """Static description of one iteration (hashable: a jit static argument).
+
+    sampler : "collapsed" | "subcluster"
+    split_merge : int, split-merge rounds per iteration (0: none)
+    gibbs : bool, collapsed only: run the Gibbs sweep (False leaves split-merge alone, for tests)
+    kmeans_steps : int, 2-means steps of each split launch
+    constrained : bool, subcluster only: some cannot-links exist (run the colour loop)
+    """
+
+    sampler: str = "collapsed"
+    split_merge: int = 1
+    gibbs: bool = True
+    kmeans_steps: int = splitmerge.KMEANS_STEPS
+    constrained: bool = True
+
+
+def iterate(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, alpha_prior, spec: Kernel):
+    """One iteration (see the module docstring); ``alpha_prior`` as in :func:`jaxclust.dpmm.gibbs.sweep`."""
+    k_sm, k_main, k_alpha = jax.random.split(key, 3)
+    for r in range(spec.split_merge):
+        state = splitmerge.split_merge(jax.random.fold_in(k_sm, r), state, data, family, n_steps=spec.kmeans_steps)
+    if spec.sampler == "collapsed":
+        if spec.gibbs:
+            return gibbs.sweep(k_main, state, data, family, alpha_prior)
+        z = state.z
+    else:
+        z = subcluster.restricted_step(k_main, state, data, family, spec.constrained)
+    return gibbs.finish(k_alpha, z, state, data, family, alpha_prior)

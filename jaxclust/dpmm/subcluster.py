@@ -1,0 +1,98 @@
+"""The parallel sampler for large n: every group moves at once given component weights and parameters.
+
+In the spirit of Chang & Fisher (2013) and DPMMSubClusters, one iteration is
+
+1. **split-merge** (:func:`jaxclust.dpmm.splitmerge.split_merge`): split proposals launched from two
+   sub-clusters of every component (a few 2-means steps from two random members) and merge proposals, with
+   exact Metropolis-Hastings ratios against the collapsed posterior;
+2. **weights and parameters given the partition**, exact conjugate draws for the occupied components::
+
+       (pi_1, ..., pi_K, pi_rest) ~ Dirichlet(n_1, ..., n_K, alpha),    theta_k ~ p(theta | X_k)
+
+3. **a restricted step, parallel over groups**: ``P(z_G = k) ∝ pi_k^m prod_{x in G} f(x | theta_k)`` over the
+   occupied components, one ``(rows, K)`` log-likelihood matrix from matrix products
+   (:meth:`family.group_loglik`), one uniform per group;
+4. alpha by Escobar-West, statistics refreshed, log joint.
+
+Why step 3 is exact. Given (pi, theta) and K labelled components, the augmented posterior of the labels is
+``prod_i pi_{z_i} f(x_i | theta_{z_i})`` *restricted to assignments that leave every component non-empty*
+(the Dirichlet's parameters are the counts, so an emptied component has no density). Groups are therefore
+not independent: the last member of a component may not leave. Each iteration draws a uniformly random
+priority per group; the member of lowest priority in each component is its *anchor* and stays, and any
+other group may join component k only if its priority exceeds k's anchor's. The set of states with these
+anchors is preserved by the move, and within it the conditional *is* the product over groups, so the
+parallel draw is an exact Gibbs update (restricted to that set). Components never die here; they die by
+merges.
+
+Cannot-links couple groups too: two cannot-linked groups updated at once could land together. The host
+colours the group-level cannot-link graph greedily (:meth:`jaxclust.Constraints.colouring`);
+step 3 runs once per colour class, each class in parallel and conditioned on the current components of its
+partners (a mask, as in the collapsed sweep). Groups without cannot-links are all in class 0, so a few
+hundred answers cost a few extra masked passes, not a re-computation of the likelihoods.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxclust.dpmm import gibbs
+from jaxclust.dpmm.alpha import gamma_draws
+
+__all__ = ["restricted_step"]
+
+
+def _log_weights(key, counts, alpha):
+    """ln pi of each slot: Dirichlet(n_1..n_K, alpha) over occupied slots and the rest; -inf for empty."""
+    occupied = counts > 0
+    shape = jnp.concatenate([jnp.where(occupied, counts, 1.0), alpha[None]])
+    log_g = gamma_draws(key, shape, log=True)
+    present = jnp.concatenate([occupied, jnp.ones((1,), bool)])
+    log_pi = log_g[:-1] - jax.scipy.special.logsumexp(jnp.where(present, log_g, -jnp.inf))
+    return jnp.where(occupied, log_pi, -jnp.inf)
+
+
+def restricted_step(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, constrained: bool = True):
+    """Step 3 of the module docstring: new slots ``z`` (n_rows,) for every movable group.
+
+    ``constrained`` (static) may be False when there are no cannot-links: the colour loop and partner masks
+    are then skipped. Counts and slots of ``state`` must match ``state.z``; they are *not* refreshed here.
+    """
+    z = state.z
+    V = state.counts.shape[0]
+    dtype = state.counts.dtype
+    valid = data.valid
+    slot_ids = jnp.arange(V)
+    k_pi, k_theta, k_prio, k_u = jax.random.split(key, 4)
+    log_pi = _log_weights(k_pi, state.counts, state.alpha)
+    params = family.draw_params(k_theta, state.slots)
+    logits = family.group_loglik(params, data.stats) + data.stats.size[:, None] * log_pi[None, :]
+
+    # anchors: the lowest-priority group of each component stays; others may join k only above k's anchor
+    prio = jnp.where(valid, jax.random.uniform(k_prio, z.shape, dtype), 2.0)
+    anchor = jax.ops.segment_min(prio, jnp.where(valid, z, V), num_segments=V)
+    allowed = (prio[:, None] > anchor[None, :]) | (slot_ids[None, :] == z[:, None])
+    logits = jnp.where(allowed, logits, -jnp.inf)
+    movable = valid & (prio > anchor[z])
+
+    def draw(logits, u):
+        cdf = jnp.cumsum(jnp.exp(logits - jnp.max(logits, -1, keepdims=True)), -1)
+        return jnp.argmax(cdf > u[:, None] * cdf[:, -1:], -1).astype(jnp.int32)
+
+    if not constrained:
+        u = jax.random.uniform(k_u, z.shape, dtype)
+        return jnp.where(movable, draw(logits, u), z)
+
+    partners = data.partners
+
+    def body(c, z):
+        has = partners >= 0
+        p_slot = jnp.where(has, z[jnp.maximum(partners, 0)], -1)
+        forbidden = jnp.zeros(logits.shape, bool)
+        for col in range(partners.shape[1]):  # static width: (rows, V) per partner column, no (rows, cap, V)
+            forbidden = forbidden | (p_slot[:, col : col + 1] == slot_ids[None, :])
+        u = jax.random.uniform(jax.random.fold_in(k_u, c), z.shape, dtype)
+        new = draw(jnp.where(forbidden, -jnp.inf, logits), u)
+        return jnp.where(movable & (data.colour == c), new, z)
+
+    return jax.lax.fori_loop(0, data.n_colours, body, z)
