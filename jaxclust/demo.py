@@ -119,10 +119,11 @@ def format_table(runs: list[dict], metric: str = "v_beta", grid: Sequence[int] |
 def plot_curves(runs: list[dict], metrics: Sequence[str] = ("v_beta",), title: str = "", axes=None) -> Figure:
     """Learning curves (metric against questions answered), repeats of a name averaged.
 
-    Draws one panel per metric and returns the figure; the caller shows it (a notebook displays a returned
-    figure) or saves it (``fig.savefig("curves.png")``). The matplotlib backend and pyplot's global state are
-    left alone: without ``axes`` the figure is a bare :class:`matplotlib.figure.Figure`, which saves to a file
-    on any machine, with or without a display.
+    Draws one panel per metric and returns the figure for the caller to save (``fig.savefig("curves.png")``)
+    or show. The matplotlib backend and pyplot's global state are left alone: without ``axes`` the figure is a
+    bare :class:`matplotlib.figure.Figure`, which saves to a file on any machine, with or without a display,
+    and needs no closing. In a notebook, pass axes made by ``plt.subplots`` (the kernel shows pyplot's
+    figures), or run ``%matplotlib inline`` once, after which a returned figure displays too.
 
     Parameters
     ----------
