@@ -21,7 +21,9 @@ BACKEND_SWITCH = re.compile(r"\bmatplotlib\.use\(|\bswitch_backend\(|\buse\(\s*[
 
 def _runs():
     def run(name, seed, vals):
-        hist = [{"n_queries": q, "v_beta": v, "homogeneity": v / 2} for q, v in zip((0, 5, 10), vals, strict=True)]
+        hist = [
+            {"n_queries": q, "v_beta": v, "homogeneity": v / 2} for q, v in zip((0, 5, 10), vals, strict=True)
+        ]
         return {"name": name, "seed": seed, "history": hist}
 
     return [
@@ -40,7 +42,9 @@ def test_no_backend_switch_in_package_scripts_or_notebook_builders():
         *sorted((ROOT / "notebooks").glob("*.ipynb")),
     ]
     assert len(files) > 20
-    offenders = [str(f.relative_to(ROOT)) for f in files if BACKEND_SWITCH.search(f.read_text(encoding="utf-8"))]
+    offenders = [
+        str(f.relative_to(ROOT)) for f in files if BACKEND_SWITCH.search(f.read_text(encoding="utf-8"))
+    ]
     assert offenders == []
 
 
@@ -53,7 +57,9 @@ def test_plot_curves_returns_a_figure_and_leaves_the_backend_alone(monkeypatch):
     open_before = plt.get_fignums()
     fig = plot_curves(_runs(), metrics=("v_beta", "homogeneity"), title="t")
     assert isinstance(fig, Figure)
-    assert plt.get_fignums() == open_before  # not registered with pyplot: nothing to close, nothing shown twice
+    assert (
+        plt.get_fignums() == open_before
+    )  # not registered with pyplot: nothing to close, nothing shown twice
     ax_v, ax_h = fig.axes
     assert ax_v.get_ylabel() == "v_beta" and ax_h.get_ylabel() == "homogeneity"
     lines = {line.get_label(): line for line in ax_v.get_lines()}

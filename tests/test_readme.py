@@ -24,7 +24,9 @@ def test_readme_snippet_runs_as_a_script_and_prints_its_results(tmp_path, capsys
     script = tmp_path / "quickstart.py"
     script.write_text(blocks[0], encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    runpy.run_path(str(script), run_name="__main__")  # as `python quickstart.py`, sharing this process's jit cache
+    runpy.run_path(
+        str(script), run_name="__main__"
+    )  # as `python quickstart.py`, sharing this process's jit cache
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "wines 1 and 59: cannot"
     assert re.fullmatch(r"DPMM: \d+ components, ARI -?\d\.\d+", out[1])
