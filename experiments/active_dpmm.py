@@ -286,10 +286,9 @@ def run_set(name: str, args, echo=print) -> dict:
     (out / f"{name}{args.tag}.json").write_text(json.dumps(result, indent=1, default=_jsonable))
     plot_curves(
         runs,
-        out / f"{name}{args.tag}.png",
         metrics=("v_beta", "homogeneity", "completeness", "link_accuracy"),
         title=f"{desc}: constrained DPMM, active vs random constraints",
-    )
+    ).savefig(out / f"{name}{args.tag}.png", dpi=110)
     echo(
         f"[{name}] {desc}, n={X.shape[0]}: "
         f"unsupervised link accuracy {summary['unsupervised_link_accuracy']:.3f}, "
@@ -369,9 +368,6 @@ def main(argv=None) -> None:
         args.n_active, args.n_random, args.random_repeats = 30, 60, 1
         args.al_batch, args.random_batch = 10, 30
         args.n_chains, args.n_burnin, args.n_samples, args.thin, args.warm_burnin = 2, 30, 10, 2, 10
-    import matplotlib
-
-    matplotlib.use("Agg")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     for name in args.sets:
         t0 = time.perf_counter()

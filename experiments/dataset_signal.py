@@ -20,20 +20,17 @@ import json
 import time
 from pathlib import Path
 
-import matplotlib
 import numpy as np
+from matplotlib.figure import Figure
+from sklearn.cluster import KMeans
+from sklearn.decomposition import TruncatedSVD
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.preprocessing import StandardScaler, normalize
+from tqdm import tqdm
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from sklearn.cluster import KMeans  # noqa: E402
-from sklearn.decomposition import TruncatedSVD  # noqa: E402
-from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
-from sklearn.preprocessing import StandardScaler, normalize  # noqa: E402
-from tqdm import tqdm  # noqa: E402
-
-from jaxclust import datasets as D  # noqa: E402
-from jaxclust.errors import DatasetNotFoundError  # noqa: E402
-from jaxclust.metrics import inverse_purity, normalized_mutual_info, purity, v_measure  # noqa: E402
+from jaxclust import datasets as D
+from jaxclust.errors import DatasetNotFoundError
+from jaxclust.metrics import inverse_purity, normalized_mutual_info, purity, v_measure
 
 
 def _scf(ds):
@@ -137,7 +134,8 @@ def main() -> None:
         )
 
     (args.out / "signal.json").write_text(json.dumps({"quick": args.quick, "results": results}, indent=1))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 0.45 * len(results) + 1.5), sharey=True)
+    fig = Figure(figsize=(12, 0.45 * len(results) + 1.5))
+    axes = fig.subplots(1, 2, sharey=True)
     pos = np.arange(len(results))
     for ax, metric in zip(axes, ("purity", "nmi"), strict=True):
         ax.barh(pos - 0.2, [r["kmeans"][metric] for r in results], height=0.4, label="k-means")

@@ -16,30 +16,27 @@ import os
 import time
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from scipy.cluster.hierarchy import linkage
+from scipy.spatial.distance import squareform
+from sklearn.decomposition import TruncatedSVD
+from sklearn.metrics import pairwise_distances
+from sklearn.model_selection import StratifiedKFold
+from tqdm import tqdm
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from scipy.cluster.hierarchy import linkage  # noqa: E402
-from scipy.spatial.distance import squareform  # noqa: E402
-from sklearn.decomposition import TruncatedSVD  # noqa: E402
-from sklearn.metrics import pairwise_distances  # noqa: E402
-from sklearn.model_selection import StratifiedKFold  # noqa: E402
-from tqdm import tqdm  # noqa: E402
-
-from jaxclust.datasets import load_senseval2, load_subjectivity  # noqa: E402
-from jaxclust.icc import ICC  # noqa: E402
-from jaxclust.icc.agglomerative import cut_by_merge_count  # noqa: E402
-from jaxclust.icc.cluster_and_label import (  # noqa: E402
+from jaxclust.datasets import load_senseval2, load_subjectivity
+from jaxclust.icc import ICC
+from jaxclust.icc.agglomerative import cut_by_merge_count
+from jaxclust.icc.cluster_and_label import (
     icc_curve,
     labels_needed,
     random_sampling_curve,
     train_on_generated,
     uncertainty_sampling_curve,
 )
-from jaxclust.metrics import purity  # noqa: E402
-from jaxclust.text import LocalFeatures, build_space, context_vectors, mixed  # noqa: E402
+from jaxclust.metrics import purity
+from jaxclust.text import LocalFeatures, build_space, context_vectors, mixed
 
 WORDS = ("hard", "interest", "line", "serve")
 
@@ -180,7 +177,8 @@ def run_downstream(args, res):
 def plot(res, out):
     if res.get("icc_curves"):
         words = list(res["icc_curves"])
-        fig, axes = plt.subplots(1, len(words), figsize=(4 * len(words), 3.2), squeeze=False)
+        fig = Figure(figsize=(4 * len(words), 3.2))
+        axes = fig.subplots(1, len(words), squeeze=False)
         for ax, w in zip(axes[0], words, strict=True):
             for key, c in res["icc_curves"][w].items():
                 ax.plot([float(p) for p in c], list(c.values()), marker="o", label=key)
@@ -190,10 +188,10 @@ def plot(res, out):
         axes[0][0].legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(out / "icc_curves.png", dpi=110)
-        plt.close(fig)
     if res.get("downstream"):
         d = res["downstream"]
-        fig, ax = plt.subplots(figsize=(5, 3.5))
+        fig = Figure(figsize=(5, 3.5))
+        ax = fig.subplots()
         for k, v in d["accuracy"].items():
             ax.plot(100 * np.asarray(d["fractions"]), v, marker="o", label=k)
         ax.axhline(d["full_accuracy"], color="k", ls="--", label="full (all gold labels)")
@@ -203,7 +201,6 @@ def plot(res, out):
         ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(out / "downstream.png", dpi=110)
-        plt.close(fig)
 
 
 def main():

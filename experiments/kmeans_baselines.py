@@ -148,13 +148,11 @@ def run_set(name, args, active, echo=print):
 
 def _plot(runs, path, title):
     """V-beta, homogeneity, completeness, link accuracy against questions (NaN = infeasible COP run)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     metrics = ("v_beta", "homogeneity", "completeness", "link_accuracy")
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 4))
+    fig = Figure(figsize=(5 * len(metrics), 4))
+    axes = fig.subplots(1, len(metrics))
     names = list(dict.fromkeys(r["name"] for r in runs))
     for ax, metric in zip(axes, metrics, strict=True):
         for nm in names:
@@ -177,7 +175,6 @@ def _plot(runs, path, title):
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def main(argv=None):

@@ -21,15 +21,12 @@ import os
 import time
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from jaxclust.l3m import L3M, Document  # noqa: E402
-from jaxclust.l3m.features import COREF_FEATURE_NAMES, coref_features  # noqa: E402
-from jaxclust.metrics.coref import clusters_from_labels, corpus_scores  # noqa: E402
+from jaxclust.l3m import L3M, Document
+from jaxclust.l3m.features import COREF_FEATURE_NAMES, coref_features
+from jaxclust.metrics.coref import clusters_from_labels, corpus_scores
 
 SYSTEMS = ("l3m", "best_left_link", "pairwise", "exact_match", "singletons")
 
@@ -214,7 +211,8 @@ def main(argv=None):
         preds[s]["singletons"] = [np.arange(d.n_mentions) for d in splits[s]]
         result["scores"][s] = {name: score(gold[s], preds[s][name]) for name in SYSTEMS}
     # gamma / t figure on dev
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig = Figure(figsize=(5, 3.5))
+    ax = fig.subplots()
     for g in gammas:
         ax.plot(thresholds, [grid[f"{g},{t}"] for t in thresholds], marker="o", label=f"L3M gamma={g}")
     ax.axhline(

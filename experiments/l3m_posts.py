@@ -21,18 +21,15 @@ import sys
 import time
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
+from matplotlib.figure import Figure
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from l3m_coref import pairwise_baseline  # noqa: E402
+from l3m_coref import pairwise_baseline
 
-from jaxclust.l3m import L3M, Document, LinearScorer  # noqa: E402
-from jaxclust.l3m.features import POST_FEATURE_NAMES, post_features  # noqa: E402
-from jaxclust.metrics import variation_of_information  # noqa: E402
+from jaxclust.l3m import L3M, Document, LinearScorer
+from jaxclust.l3m.features import POST_FEATURE_NAMES, post_features
+from jaxclust.metrics import variation_of_information
 
 SYSTEMS = ("l3m", "best_left_link", "pairwise", "singletons", "one_cluster")
 
@@ -187,7 +184,8 @@ def main(argv=None):
     result["seconds"] = round(time.time() - t0, 1)
     with open(out / "posts.json", "w") as fh:
         json.dump(result, fh, indent=1)
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig = Figure(figsize=(6, 3.5))
+    ax = fig.subplots()
     names = list(result["tasks"])
     for k, sysname in enumerate(SYSTEMS):
         ax.bar(

@@ -125,12 +125,10 @@ def _coref_part(data_dir: str, seeds: int, quick: bool) -> dict:
 
 
 def _plot(part: dict, coref: dict, path: Path) -> None:
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig = Figure(figsize=(12, 4.5))
+    axes = fig.subplots(1, 2)
     rows = [r for r in part["rows"] if r["kind"] in ("split", "merge")]
     names = ["purity", "inverse_purity", "v_measure", "v_beta", "ari", "pair_accuracy"]
     for name in names:

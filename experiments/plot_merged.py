@@ -29,7 +29,8 @@ def main(argv=None) -> None:
         json.loads(Path(args.active).read_text())["runs"]
         + json.loads(Path(args.baselines).read_text())["runs"]
     )
-    plot_curves(runs, args.out, metrics=tuple(args.metric or ["v_beta"]), title=args.title)
+    fig = plot_curves(runs, metrics=tuple(args.metric or ["v_beta"]), title=args.title)
+    fig.savefig(args.out, dpi=110)
     print("wrote", args.out)
 
 

@@ -12,20 +12,48 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        import jaxclust
+
+        typer.echo(f"jaxclust {jaxclust.__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """Clustering with a little supervision: constrained/active DPMM, L3M, k-means/EM, ICC."""
+
+
+# distributions whose versions `jaxclust info` prints: the numerical stack jaxclust is built on
+STACK = ("jax", "jaxlib", "numpyro", "optax", "equinox", "numpy", "scipy", "scikit-learn", "matplotlib")
 
 
 @app.command()
 def info() -> None:
     """Print the versions of jaxclust and its numerical stack, and the JAX devices in use."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
     import jax
 
     import jaxclust
 
-    typer.echo(f"jaxclust {jaxclust.__version__}")
-    typer.echo(f"jax {jax.__version__}; backend {jax.default_backend()}; devices {jax.devices()}")
+    typer.echo(f"jaxclust {jaxclust.__version__} (Python {platform.python_version()})")
+    for name in STACK:
+        try:
+            typer.echo(f"  {name:<13} {version(name)}")
+        except PackageNotFoundError:
+            typer.echo(f"  {name:<13} not installed")
+    devices = jax.devices()
+    typer.echo(f"backend {jax.default_backend()}; {len(devices)} device(s):")
+    for d in devices:
+        kind = "" if d.device_kind.lower() == d.platform else f" ({d.device_kind})"
+        typer.echo(f"  {d.platform}:{d.id}{kind}")
 
 
 def _register() -> None:

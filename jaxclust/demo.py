@@ -21,9 +21,12 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["run_demo", "run_curves", "plot_curves", "format_table", "load_wine_standardised"]
 
@@ -113,18 +116,42 @@ def format_table(runs: list[dict], metric: str = "v_beta", grid: Sequence[int] |
     return f"{metric} against the number of questions answered\n" + "\n".join(lines)
 
 
-def plot_curves(
-    runs: list[dict], path: str | Path, metrics: Sequence[str] = ("v_beta",), title: str = ""
-) -> None:
-    """Learning curves (metric against questions answered), repeats of a name averaged; writes a PNG."""
-    import matplotlib
+def plot_curves(runs: list[dict], metrics: Sequence[str] = ("v_beta",), title: str = "", axes=None) -> Figure:
+    """Learning curves (metric against questions answered), repeats of a name averaged.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Draws one panel per metric and returns the figure for the caller to save (``fig.savefig("curves.png")``)
+    or show. The matplotlib backend and pyplot's global state are left alone: without ``axes`` the figure is a
+    bare :class:`matplotlib.figure.Figure`, which saves to a file on any machine, with or without a display,
+    and needs no closing. In a notebook, pass axes made by ``plt.subplots`` (the kernel shows pyplot's
+    figures), or run ``%matplotlib inline`` once, after which a returned figure displays too.
 
+    Parameters
+    ----------
+    runs : list of dict
+        The ``runs`` list of the results layout (see the module docstring).
+    metrics : sequence of str
+        History keys to draw, one panel each.
+    title : str
+        Figure title (none when empty).
+    axes : sequence of matplotlib Axes, optional
+        Draw into these (one per metric) instead of a new figure; the figure of the first is returned.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.figure import Figure
+
+    if axes is None:
+        fig = Figure(figsize=(5 * len(metrics), 3.8), layout="tight")
+        axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    else:
+        axes = list(np.ravel(axes))
+        if len(axes) != len(metrics):
+            raise ValueError(f"got {len(axes)} axes for {len(metrics)} metrics")
+        fig = axes[0].get_figure()
     names = list(dict.fromkeys(r["name"] for r in runs))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.8), squeeze=False)
-    for ax, metric in zip(axes[0], metrics, strict=True):
+    for ax, metric in zip(axes, metrics, strict=True):
         for name in names:
             group = [r for r in runs if r["name"] == name]
             grid = np.unique(np.concatenate([_curve(r, metric)[0] for r in group]))
@@ -139,9 +166,7 @@ def plot_curves(
         ax.legend(fontsize=8)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
 def queries_to_reach(runs: list[dict], target: float, metric: str = "v_beta") -> float | None:
@@ -221,10 +246,9 @@ def run_demo(
     (out / "demo.json").write_text(json.dumps(result, indent=1, default=_jsonable))
     plot_curves(
         runs,
-        out / "demo.png",
         metrics=("v_beta", "homogeneity", "completeness"),
         title="wine: active (link entropy, batch) vs random constraints, constrained DPMM",
-    )
+    ).savefig(out / "demo.png", dpi=110)
     echo(format_table(runs, "v_beta"))
     echo(f"wrote {out / 'demo.json'} and {out / 'demo.png'} ({meta['seconds']:.0f} s)")
     return result

@@ -13,7 +13,7 @@ cells = [
         "Several chains run at once; we look at their traces and R-hat."
     ),
     nbf.v4.new_code_cell(
-        "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nimport numpy as np\n"
+        "import matplotlib.pyplot as plt  # the kernel's inline backend shows the figures\nimport numpy as np\n"
         "from sklearn.datasets import load_wine\n"
         "from sklearn.metrics import adjusted_rand_score, v_measure_score\n"
         "from jaxclust import DPMM, Constraints\n\n"
@@ -65,6 +65,21 @@ cells = [
         "for name in ['log_joint', 'n_components', 'alpha']:\n"
         "    d = guided.diagnostics_[name]\n"
         "    print(f\"{name:13s} r_hat={d['r_hat']:.3f}  ess={d['ess']:.1f}\")"
+    ),
+    nbf.v4.new_markdown_cell(
+        "## Reading R-hat and ESS\n\n"
+        "- **R-hat** (split Gelman-Rubin) compares the spread *between* the chains with the spread *within* each "
+        "chain, each cut in two halves. Close to 1 the chains agree: they have forgotten where they started and "
+        "explore the same posterior. Above about **1.1** they have not mixed yet, and what the fit reports "
+        "(`labels_`, `coclustering_`, the number of components) depends on which chain one looks at.\n"
+        "- **ESS** (effective sample size) is the number of independent draws the retained, autocorrelated "
+        "samples of all chains are worth. With an ESS of a handful, a probability such as `coclustering_[i, j]` "
+        "rests on a handful of draws; tens to hundreds make it stable.\n\n"
+        "When R-hat is above 1.1 (or the ESS is small): run **more sweeps**, a longer burn-in (`n_burnin`) so the "
+        "chains reach the posterior before anything is kept and more retained samples (`n_samples`, `thin`), and "
+        "**more chains** (`n_chains`; they run side by side, vectorised), then read the numbers again. Traces "
+        "that still drift at the end of burn-in say the burn-in is too short. This notebook keeps its runs short "
+        "so that it executes in seconds; treat its numbers as a demonstration, not a converged posterior."
     ),
 ]
 

@@ -19,11 +19,8 @@ LOAD = """\
 import os
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt  # the kernel's inline backend shows the figure
 import numpy as np
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 from sklearn.decomposition import TruncatedSVD
 
 from jaxclust.icc import ICC

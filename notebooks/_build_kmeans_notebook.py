@@ -10,13 +10,11 @@ CELLS = [
         """\
 # k-means and EM, step by step
 
-Elsner's lecture (seed 002) on real 2-D data: sepal length and petal length of scikit-learn's iris flowers.
-k-means alternates a **classify** step (each point to its closest centre) and an **estimate** step (each
-centre to
-the mean of its points). Each step can only lower the sum of squared distances, but the algorithm can stop in
-a
-**local minimum**. Read probabilistically (P(x | c) ∝ exp(-‖x - c‖²), uniform P(c)) k-means maximises a joint
-likelihood; **EM** replaces the hard classify step by soft responsibilities.""",
+Elsner's lecture *Unsupervised learning: clustering*, on real 2-D data: sepal length and petal length of
+scikit-learn's iris flowers. k-means alternates a **classify** step (each point to its closest centre) and an
+**estimate** step (each centre to the mean of its points). Each step can only lower the sum of squared
+distances, but the algorithm can stop in a **local minimum**. Read probabilistically (P(x | c) ∝ exp(-‖x - c‖²),
+uniform P(c)) k-means maximises a joint likelihood; **EM** replaces the hard classify step by soft responsibilities.""",
     ),
     (
         "code",

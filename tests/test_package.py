@@ -31,8 +31,30 @@ def test_import_is_light():
     assert out.stdout.strip() == "False"
 
 
-def test_cli_info_reports_version_and_backend():
+def test_version_matches_the_installed_distribution():
+    assert jaxclust.__version__ == importlib.metadata.version("jaxclust")
+
+
+def test_cli_version():
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0, result.output
+    assert result.output == f"jaxclust {jaxclust.__version__}\n"
+
+
+# the numerical stack the README and `jaxclust info` name
+STACK = ["jax", "jaxlib", "numpyro", "optax", "equinox", "numpy", "scipy", "scikit-learn", "matplotlib"]
+
+
+def test_cli_info_prints_stack_versions_and_devices():
+    import jax
+
     result = CliRunner().invoke(app, ["info"])
     assert result.exit_code == 0, result.output
-    assert f"jaxclust {jaxclust.__version__}" in result.output
-    assert "backend cpu" in result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith(f"jaxclust {jaxclust.__version__} (Python ")
+    printed = dict(line.split() for line in lines[1 : 1 + len(STACK)])
+    assert printed == {name: importlib.metadata.version(name) for name in STACK}
+    devices = jax.devices()
+    assert lines[1 + len(STACK)] == f"backend {jax.default_backend()}; {len(devices)} device(s):"
+    shown = lines[2 + len(STACK) :]
+    assert [line.split()[0] for line in shown] == [f"{d.platform}:{d.id}" for d in devices]

@@ -1,0 +1,36 @@
+"""The README's Python snippet runs as a script and prints what the README says it prints."""
+
+from __future__ import annotations
+
+import re
+import runpy
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+
+
+def test_python_blocks_are_found():
+    text = "intro\n```python\nprint(1)\n```\n```bash\nls\n```\n```python\nx = 2\n```\n"
+    assert python_blocks(text) == ["print(1)\n", "x = 2\n"]
+
+
+def test_readme_snippet_runs_as_a_script_and_prints_its_results(tmp_path, capsys, monkeypatch):
+    blocks = python_blocks(README.read_text(encoding="utf-8"))
+    assert len(blocks) == 1, "one Python snippet expected; give a new one its own test"
+    script = tmp_path / "quickstart.py"
+    script.write_text(blocks[0], encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    runpy.run_path(
+        str(script), run_name="__main__"
+    )  # as `python quickstart.py`, sharing this process's jit cache
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "wines 1 and 59: cannot"
+    assert re.fullmatch(r"DPMM: \d+ components, ARI -?\d\.\d+", out[1])
+    # every retained sample obeys the constraints: the must-linked pair always together, the cannot-linked never
+    assert out[2] == "P(0 with 1) = 1.0  P(0 with 59) = 0.0"
+    assert re.fullmatch(r"k-means ARI 0\.\d+", out[3])
+    assert len(out) == 4
