@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -26,7 +26,7 @@ import numpy as np
 from jaxclust.errors import ConstraintConflictError, ConstraintError, InvalidInputError
 from jaxclust.validation import check_labels
 
-__all__ = ["Constraints"]
+__all__ = ["Constraints", "as_constraints"]
 
 Pair = tuple[int, int]
 _KINDS = {True: "must", False: "cannot"}
@@ -444,3 +444,51 @@ def _ml_path(edges: Sequence[Pair], a: int, b: int) -> list[Pair]:
         path.append(prev[path[-1]])
     path.reverse()
     return list(zip(path[:-1], path[1:], strict=True))
+
+
+def as_constraints(
+    constraints: Any, n: int, where: str = "fit", subject: str = "X has {n} rows"
+) -> Constraints | None:
+    """The one way every constrained estimator reads its ``constraints`` argument.
+
+    Accepts ``None``, a :class:`Constraints`, a mapping ``{"must_link": pairs, "cannot_link": pairs}`` or a
+    pair ``(must_link, cannot_link)`` of pair lists, and returns a :class:`Constraints` over ``n`` items (or
+    ``None``). Anything else raises :class:`~jaxclust.errors.ConstraintError` naming ``where`` (e.g.
+    ``"COPKMeans.fit"``; ``subject`` describes the ``n`` items in the size-mismatch message): in particular an
+    array, which is what lands here when a caller passes labels
+    positionally as ``fit(X, y)`` (constrained estimators take ``fit(X, constraints)``; labels become
+    constraints through :meth:`Constraints.from_labels`).
+    """
+    if constraints is None:
+        return None
+    if isinstance(constraints, Constraints):
+        c = constraints
+    elif isinstance(constraints, Mapping):
+        unknown = sorted(str(k) for k in set(constraints) - {"must_link", "cannot_link"})
+        if unknown:
+            raise ConstraintError(
+                f"constraints: unknown keys {unknown} given to {where} (use 'must_link', 'cannot_link')"
+            )
+        c = Constraints(
+            n, must_link=constraints.get("must_link", ()), cannot_link=constraints.get("cannot_link", ())
+        )
+    elif isinstance(constraints, tuple | list) and len(constraints) == 2 and not np.isscalar(constraints[0]):
+        c = Constraints(n, must_link=constraints[0], cannot_link=constraints[1])
+    elif (
+        isinstance(constraints, np.ndarray)
+        or hasattr(constraints, "__array__")
+        or (isinstance(constraints, tuple | list) and all(np.isscalar(v) for v in constraints))
+    ):
+        raise ConstraintError(
+            f"constraints: {where} got an array of shape {np.shape(constraints)} where it takes constraints "
+            "(the second argument of a constrained estimator's fit is constraints, not labels y); to use "
+            "labels, pass Constraints.from_labels(y, labelled_indices)"
+        )
+    else:
+        raise ConstraintError(
+            f"constraints: {where} expected a jaxclust.Constraints, a dict with 'must_link'/'cannot_link' or "
+            f"a pair (must_link, cannot_link), got {type(constraints).__name__}"
+        )
+    if c.n != n:
+        raise ConstraintError(f"constraints: built for {c.n} items but {subject.format(n=n)} ({where})")
+    return c
