@@ -216,16 +216,30 @@ class ICC(BaseEstimator):
         X : (n, d) array-like or scipy sparse matrix.
         oracle : (n,) array of gold labels (used as a simulated annotator) or a callable ``f(indices) ->
         labels``.
+        y : ignored (scikit-learn's convention); ICC asks for labels through ``oracle`` and takes no
+            constraints (constraints given here raise ``ConstraintError`` rather than being dropped).
         """
-        from jaxclust.validation import seed_from
+        from jaxclust.validation import check_int, reject_constraints_as_y, seed_from
 
-        if self.strategy not in _STRATEGIES:
+        reject_constraints_as_y(y, "ICC.fit", "ICC builds its constraints from the labels the oracle gives")
+        reject_constraints_as_y(
+            oracle, "ICC.fit", "ICC's oracle is gold labels or f(indices) -> labels", name="oracle"
+        )
+        if not (isinstance(self.strategy, str) and self.strategy in _STRATEGIES):
             raise InvalidInputError(f"strategy: expected one of {_STRATEGIES}, got {self.strategy!r}")
         k = self.n_clusters
-        if not (isinstance(k, (int, np.integer)) and k >= 2):
+        if isinstance(k, bool) or not (isinstance(k, (int, np.integer)) and k >= 2):
             raise InvalidInputError(f"n_clusters: expected an int >= 2, got {k!r}")
-        if not (isinstance(self.batch_size, (int, np.integer)) and self.batch_size >= 1):
+        if isinstance(self.batch_size, bool) or not (
+            isinstance(self.batch_size, (int, np.integer)) and self.batch_size >= 1
+        ):
             raise InvalidInputError(f"batch_size: expected a positive int, got {self.batch_size!r}")
+        check_int(self.max_iter, "max_iter", minimum=1)
+        check_int(self.max_constraints, "max_constraints", minimum=1)
+        if self.n_components is not None:
+            check_int(self.n_components, "n_components", minimum=1)
+        for c in self.checkpoints or ():
+            check_int(c, "checkpoints", minimum=1)
         seed = seed_from(self.random_state)
         rng = np.random.default_rng(seed)
         X = _reduce(X, self.n_components, seed)
