@@ -50,6 +50,20 @@ def _as_pair(pair: Any, n: int, kind: str) -> Pair:
     return _as_index(i, n, what), _as_index(j, n, what)
 
 
+def _pair_list(pairs: Any, name: str) -> list:
+    """``pairs`` as a list, or ConstraintError naming ``name`` when it is not a collection of pairs."""
+    if isinstance(pairs, str | bytes | Mapping) or not isinstance(pairs, Iterable):
+        raise ConstraintError(f"{name}: expected a list of pairs (i, j), got {type(pairs).__name__}")
+    return list(pairs)
+
+
+def _entry(item: Any, name: str) -> tuple:
+    """A serialised ``[i, j, kind]`` entry as a tuple, or ConstraintError naming it."""
+    if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 3:
+        raise ConstraintError(f"{name}: entry {item!r} is not [i, j, 'must' | 'cannot']")
+    return tuple(item)
+
+
 def _next_pow2(x: int) -> int:
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
 
@@ -92,7 +106,8 @@ class Constraints:
         cannot_link: Iterable[Pair] = (),
         on_conflict: Literal["raise", "drop"] = "raise",
     ):
-        log = [(p, True) for p in must_link] + [(p, False) for p in cannot_link]
+        log = [(p, True) for p in _pair_list(must_link, "must_link")]
+        log += [(p, False) for p in _pair_list(cannot_link, "cannot_link")]
         self._init(n, log, on_conflict, dropped=())
 
     # construction -------------------------------------------------------------------------------------------
@@ -400,15 +415,37 @@ class Constraints:
 
     @classmethod
     def from_dict(cls, d: dict) -> Constraints:
+        """Inverse of :meth:`to_dict`; a malformed dict raises ``ConstraintError`` naming the bad entry."""
+        if not isinstance(d, Mapping):
+            raise ConstraintError(f"from_dict: expected a dict, got {type(d).__name__}")
+        if "n" not in d:
+            raise ConstraintError(f"from_dict: no 'n' (number of items) among the keys {sorted(map(str, d))}")
+        unknown = sorted(str(k) for k in set(d) - {"n", "on_conflict", "constraints", "dropped"})
+        if unknown:
+            raise ConstraintError(
+                f"from_dict: unknown keys {unknown} (expected 'n', 'on_conflict', 'constraints', 'dropped')"
+            )
+        entries = _pair_list(d.get("constraints", []), "constraints")
         obj = cls.from_pairs(
-            d["n"], [tuple(c) for c in d.get("constraints", [])], d.get("on_conflict", "raise")
+            d["n"], [_entry(c, "constraints") for c in entries], d.get("on_conflict", "raise")
         )
-        obj._dropped = tuple(((int(i), int(j)), str(k)) for i, j, k in d.get("dropped", []))
+        dropped = []
+        for item in _pair_list(d.get("dropped", []), "dropped"):
+            i, j, k = _entry(item, "dropped")
+            if k not in ("must", "cannot"):
+                raise ConstraintError(f"dropped: entry {item!r} has kind {k!r}, expected 'must' or 'cannot'")
+            dropped.append(((_as_index(i, obj.n, "dropped"), _as_index(j, obj.n, "dropped")), k))
+        obj._dropped = tuple(dropped)
         return obj
 
     @classmethod
     def from_json(cls, s: str) -> Constraints:
-        return cls.from_dict(json.loads(s))
+        """Inverse of :meth:`to_json`; text that is not JSON raises ``ConstraintError``."""
+        try:
+            d = json.loads(s)
+        except (TypeError, ValueError) as exc:
+            raise ConstraintError(f"from_json: not valid JSON ({exc})") from exc
+        return cls.from_dict(d)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Constraints) and self._n == other._n and self._log == other._log

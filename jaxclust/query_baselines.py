@@ -48,7 +48,7 @@ from tqdm.auto import tqdm
 
 from jaxclust.constraints import Constraints
 from jaxclust.errors import InvalidInputError
-from jaxclust.validation import check_array, seed_from
+from jaxclust.validation import check_array, check_int, seed_from
 
 __all__ = ["ExploreConsolidate", "MinMax", "NPU", "constraints_from_queries", "closure_constraints"]
 
@@ -81,9 +81,18 @@ def constraints_from_queries(
     queries, n: int, budget: int | None = None, on_conflict: str = "drop"
 ) -> Constraints:
     """The constraints of the first ``budget`` answers of ``queries`` (all if None), unknowns skipped."""
-    qs = list(queries)[: budget if budget is not None else len(queries)]
+    qs = list(queries)
+    if budget is not None:
+        qs = qs[: check_int(budget, "budget", minimum=0)]
+    for q in qs:
+        if isinstance(q, str | bytes) or not hasattr(q, "__len__") or len(q) != 3:
+            raise InvalidInputError(f"queries: entry {q!r} is not (i, j, answer)")
+        if q[2] not in ("must", "cannot", "unknown"):
+            raise InvalidInputError(
+                f"queries: entry {q!r} has answer {q[2]!r}, expected 'must', 'cannot' or 'unknown'"
+            )
     return Constraints.from_pairs(
-        n, [(int(i), int(j), a) for i, j, a in qs if a in ("must", "cannot")], on_conflict=on_conflict
+        n, [(i, j, a) for i, j, a in qs if a in ("must", "cannot")], on_conflict=on_conflict
     )
 
 
@@ -322,7 +331,9 @@ class NPU:
         if isinstance(self.n_estimators, bool) or not (
             isinstance(self.n_estimators, int | np.integer) and self.n_estimators >= 1
         ):
-            raise InvalidInputError(f"NPU: n_estimators must be a positive integer, got {self.n_estimators!r}")
+            raise InvalidInputError(
+                f"NPU: n_estimators must be a positive integer, got {self.n_estimators!r}"
+            )
         n = X.shape[0]
         seed = seed_from(self.random_state)
         rng = np.random.default_rng(seed)

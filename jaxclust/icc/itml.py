@@ -326,12 +326,17 @@ def _pairs_from_input(pairs, y, n: int):
     bad = (yy != 1) & (yy != -1)  # not np.isin: ~10x slower on small arrays
     if bad.any():
         raise InvalidInputError(
-            f"y: entry {int(np.flatnonzero(bad)[0])} is {yy[bad][0]!r}, expected +1 or -1"
+            f"y: entry {int(np.flatnonzero(bad)[0])} is {_py(yy[bad][0])!r}, expected +1 or -1"
         )
     if P.size and (P.min() < 0 or P.max() >= n):  # two reductions; the culprit is looked up only on error
         r = int(np.flatnonzero(((P < 0) | (P >= n)).any(axis=1))[0])
-        raise InvalidInputError(f"pairs: pair {r} = {tuple(P[r])} has an index outside [0, {n})")
+        raise InvalidInputError(f"pairs: pair {r} = {tuple(P[r].tolist())} has an index outside [0, {n})")
     return P.astype(np.int64, copy=False), yy.astype(np.int64, copy=False)
+
+
+def _py(v):
+    """A NumPy scalar as the Python value it holds (for messages); anything else as is."""
+    return v.item() if isinstance(v, np.generic) else v
 
 
 class ITML(BaseEstimator):

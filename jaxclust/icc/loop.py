@@ -67,9 +67,19 @@ def propagate_labels(
     """(n,) label codes: own label if labelled, else the cluster's majority label (ties -> smallest code);
     members of clusters without any labelled instance take the label of their nearest labelled instance under
     ``D``."""
+    from jaxclust.validation import check_labels
+
+    clusters = check_labels(clusters, name="clusters", min_length=1)
     n = clusters.shape[0]
-    idx = np.asarray(labeled_idx, np.int64)
-    codes = np.asarray(label_codes, np.int64)
+    idx = check_labels(labeled_idx, name="labeled_idx", min_length=1)
+    codes = check_labels(label_codes, n=idx.shape[0], name="label_codes")
+    if idx.min() < 0 or idx.max() >= n:
+        bad = int(idx[(idx < 0) | (idx >= n)][0])
+        raise InvalidInputError(f"labeled_idx: index {bad} is out of range for {n} items (valid: 0..{n - 1})")
+    if codes.min() < 0:
+        raise InvalidInputError(f"label_codes: codes must be >= 0, got {int(codes.min())}")
+    if np.shape(D) != (n, n):
+        raise InvalidInputError(f"D: expected an ({n}, {n}) distance matrix, got shape {np.shape(D)}")
     q = int(codes.max()) + 1
     _, cl = np.unique(clusters, return_inverse=True)
     H = np.zeros((cl.max() + 1, q), np.int64)
@@ -260,6 +270,10 @@ class ICC(BaseEstimator):
 
         def query(indices):
             labs = ask(np.asarray(indices, np.int64))
+            if len(labs) != len(indices):
+                raise InvalidInputError(
+                    f"oracle: returned {len(labs)} labels for {len(indices)} indices {list(map(int, indices))}"
+                )
             out = []
             for v in labs:
                 if v not in code_of:

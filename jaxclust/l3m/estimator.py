@@ -23,7 +23,9 @@ __all__ = ["L3M"]
 
 def _as_list(value, name: str) -> list:
     if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
-        raise InvalidInputError(f"{name}: expected a list (one entry per document), got {type(value).__name__}")
+        raise InvalidInputError(
+            f"{name}: expected a list (one entry per document), got {type(value).__name__}"
+        )
     return list(value)
 
 
@@ -142,6 +144,10 @@ class L3M(BaseEstimator):
             raise InvalidInputError(
                 f"max_antecedents must be None or a positive integer, got {self.max_antecedents!r}"
             )
+        if self.scorer == "mlp" and (
+            isinstance(self.hidden, bool) or not isinstance(self.hidden, (int, np.integer)) or self.hidden < 1
+        ):
+            raise InvalidInputError(f"hidden must be a positive integer, got {self.hidden!r}")
         if self.decoding not in ("greedy", "best_link"):
             raise InvalidInputError(f"decoding must be 'greedy' or 'best_link', got {self.decoding!r}")
         if self.mode not in ("batch", "item"):
