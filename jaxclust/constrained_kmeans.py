@@ -397,6 +397,9 @@ class _ConstrainedBase(ClusterMixin, BaseEstimator):
 class COPKMeans(_ConstrainedBase):
     """COP-KMeans: k-means whose classify step never violates a must-link or cannot-link constraint.
 
+    Fit with ``fit(X, constraints)`` (positional or by name, no ``y``: the convention of every constrained
+    jaxclust estimator, see :class:`_ConstrainedBase`).
+
     Parameters
     ----------
     n_clusters : int, default 8
@@ -472,6 +475,9 @@ class COPKMeans(_ConstrainedBase):
 
 class PCKMeans(_ConstrainedBase):
     """PCKMeans (Basu et al. 2004): k-means plus a cost w per broken must-link, w_bar per broken cannot-link.
+
+    Fit with ``fit(X, constraints)`` (positional or by name, no ``y``: the convention of every constrained
+    jaxclust estimator, see :class:`_ConstrainedBase`).
 
     Parameters
     ----------

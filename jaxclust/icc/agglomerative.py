@@ -446,6 +446,10 @@ def klein_active_queries(
 class ConstrainedAgglomerative(ClusterMixin, BaseEstimator):
     """Constrained complete-link clustering (Klein, Kamvar & Manning 2002).
 
+    Fit with ``fit(X, constraints)`` (positional or by name, no ``y``: the convention of every constrained
+    jaxclust estimator); ``constraints`` is a Constraints, a dict with ``must_link``/``cannot_link``, a pair
+    ``(must_link, cannot_link)`` or None, and an array there raises ``ConstraintError``.
+
     Parameters
     ----------
     n_clusters : int
