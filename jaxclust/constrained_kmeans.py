@@ -27,6 +27,7 @@ fixed-capacity partner tables; distances for all items are one matmul. Memory is
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import jax
@@ -34,20 +35,23 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils.validation import check_is_fitted
 
-from jaxclust.errors import InfeasibleConstraintsError, InvalidInputError
+from jaxclust.errors import InfeasibleConstraintsError
 from jaxclust.kmeans import (
     _check_params,
     _check_X,
     _estimate,
     _relocate_empty,
+    _scale_exponent,
+    _scaled_centres,
     _seed_key,
+    _unscale_sq,
     _x64_for,
     assign,
     bucket_rows,
     kmeans_plusplus,
 )
+from jaxclust.validation import check_fitted, check_float, check_int
 
 __all__ = ["COPResult", "cop_kmeans", "PCKResult", "pck_kmeans", "COPKMeans", "PCKMeans"]
 
@@ -341,45 +345,60 @@ def pack_point_constraints(constraints, n: int, capacity: int = 1):
 
 
 def _check_constraints(constraints, n: int, cls: str):
-    from jaxclust.constraints import Constraints
+    """``constraints`` as a Constraints over n items (empty for None); see
+    :func:`jaxclust.constraints.as_constraints` for what is accepted."""
+    from jaxclust.constraints import Constraints, as_constraints
 
-    if constraints is None:
-        return Constraints(n)
-    if not isinstance(constraints, Constraints):
-        raise InvalidInputError(
-            f"{cls}.fit: constraints must be a jaxclust.Constraints, got {type(constraints)}"
-        )
-    if constraints.n != n:
-        raise InvalidInputError(f"{cls}.fit: constraints are over n={constraints.n} items but X has {n} rows")
-    return constraints
+    c = as_constraints(constraints, n, where=f"{cls}.fit")
+    return Constraints(n) if c is None else c
 
 
 class _ConstrainedBase(ClusterMixin, BaseEstimator):
+    """Shared by the constrained k-means estimators.
+
+    Convention (every constrained estimator in jaxclust, :class:`~jaxclust.DPMM` included): the second
+    argument of ``fit`` and ``fit_predict`` is ``constraints``, positionally or by name; there is no ``y``.
+    ``constraints`` is a :class:`~jaxclust.Constraints`, a dict ``{"must_link": pairs, "cannot_link":
+    pairs}``, a pair ``(must_link, cannot_link)`` or None; anything else (e.g. a label array passed as
+    ``fit(X, y)``) raises :class:`~jaxclust.errors.ConstraintError`, so constraints are never dropped.
+    """
+
     def predict(self, X):
         """Closest fitted centre (constraints concern the training items only)."""
-        check_is_fitted(self)
+        check_fitted(self, "cluster_centers_", "predict")
         X = _check_X(self, X, reset=False)
+        Xs, C, _ = _scaled_centres(X, self.cluster_centers_)
         with _x64_for(X):
-            labels, _ = assign(
-                jnp.asarray(bucket_rows(X)), jnp.asarray(self.cluster_centers_.astype(X.dtype))
-            )
+            labels, _ = assign(jnp.asarray(bucket_rows(Xs)), jnp.asarray(C))
             return np.asarray(labels[: X.shape[0]], dtype=np.int32)
 
-    def fit_predict(self, X, y=None, constraints=None):
-        return self.fit(X, y, constraints=constraints).labels_
+    def fit_predict(self, X, constraints=None):
+        """``fit(X, constraints)`` then ``labels_``."""
+        return self.fit(X, constraints).labels_
 
     def _prepare(self, X, constraints):
+        """Validated X, the data the core sees (scaled by 2**-p when its magnitude needs it, then centred),
+        the centring mean, the absolute tolerance, the constraints and p."""
         X = _check_X(self, X, reset=True)
         n = X.shape[0]
         _check_params(self.n_clusters, self.n_init, self.max_iter, self.tol, n, cls=type(self).__name__)
         c = _check_constraints(constraints, n, type(self).__name__)
-        mean = X.mean(axis=0)
-        tol = float(np.mean(np.var(X, axis=0)) * self.tol) if self.tol else 0.0
-        return X, X - mean, mean, tol, c
+        p = _scale_exponent(X.dtype, X)
+        Xs = np.ldexp(X, -p).astype(X.dtype) if p else X
+        mean = Xs.mean(axis=0)
+        tol = float(np.mean(np.var(Xs, axis=0)) * self.tol) if self.tol else 0.0
+        return X, Xs - mean, mean, tol, c, p
+
+    def _set_centres(self, centres, mean, p, dtype):
+        centres = np.asarray(centres, dtype=dtype) + mean
+        self.cluster_centers_ = np.ldexp(centres, p).astype(dtype) if p else centres
 
 
 class COPKMeans(_ConstrainedBase):
     """COP-KMeans: k-means whose classify step never violates a must-link or cannot-link constraint.
+
+    Fit with ``fit(X, constraints)`` (positional or by name, no ``y``: the convention of every constrained
+    jaxclust estimator, see :class:`_ConstrainedBase`).
 
     Parameters
     ----------
@@ -408,10 +427,17 @@ class COPKMeans(_ConstrainedBase):
         self.tol = tol
         self.random_state = random_state
 
-    def fit(self, X, y=None, constraints=None):
-        """Fit on X (n, d) under ``constraints`` (a :class:`jaxclust.Constraints`). Returns self."""
-        del y
-        X, Xc, mean, tol, c = self._prepare(X, constraints)
+    def fit(self, X, constraints=None):
+        """Fit on X (n, d) under ``constraints``. Returns self.
+
+        Parameters
+        ----------
+        X : array-like, shape (n, d)
+        constraints : Constraints, dict, (must_link, cannot_link) or None
+            Also positional, ``fit(X, constraints)``: the convention of every constrained jaxclust estimator
+            (there is no ``y``; an array here raises ``ConstraintError``).
+        """
+        X, Xc, mean, tol, c, p = self._prepare(X, constraints)
         # Rows padded to n and capacity to a power of two (>= 8): refits with other constraint sets reuse the
         # compile.
         partners = c.cannot_partners(capacity=_pow2(max(c.max_degree, 8)), n_rows=X.shape[0])
@@ -439,9 +465,9 @@ class COPKMeans(_ConstrainedBase):
                 "Use more clusters, fewer cannot-links, or PCKMeans (soft constraints)."
             )
         best = int(np.argmin(np.where(runs.failed, np.inf, runs.inertia)))
-        self.cluster_centers_ = np.asarray(runs.centers[best], dtype=X.dtype) + mean
+        self._set_centres(runs.centers[best], mean, p, X.dtype)
         self.labels_ = np.asarray(runs.labels[best], dtype=np.int32)
-        self.inertia_ = float(runs.inertia[best])
+        self.inertia_ = _unscale_sq(runs.inertia[best], p, "COPKMeans: the inertia", X)
         self.n_iter_ = int(runs.n_iter[best])
         self.n_failed_restarts_ = int(runs.failed.sum())
         return self
@@ -449,6 +475,9 @@ class COPKMeans(_ConstrainedBase):
 
 class PCKMeans(_ConstrainedBase):
     """PCKMeans (Basu et al. 2004): k-means plus a cost w per broken must-link, w_bar per broken cannot-link.
+
+    Fit with ``fit(X, constraints)`` (positional or by name, no ``y``: the convention of every constrained
+    jaxclust estimator, see :class:`_ConstrainedBase`).
 
     Parameters
     ----------
@@ -489,17 +518,23 @@ class PCKMeans(_ConstrainedBase):
         self.tol = tol
         self.random_state = random_state
 
-    def fit(self, X, y=None, constraints=None):
-        """Fit on X (n, d) with ``constraints`` (a :class:`jaxclust.Constraints`). Returns self."""
-        del y
-        X, Xc, mean, tol, c = self._prepare(X, constraints)
-        w = float(self.w)
-        w_bar = w if self.w_bar is None else float(self.w_bar)
-        if not (np.isfinite(w) and w >= 0 and np.isfinite(w_bar) and w_bar >= 0):
-            raise InvalidInputError(
-                f"PCKMeans: w and w_bar must be finite and >= 0, got w={self.w!r}, w_bar={self.w_bar!r}"
-            )
-        points, ml, cl = pack_point_constraints(c, X.shape[0], capacity=int(self.capacity))
+    def fit(self, X, constraints=None):
+        """Fit on X (n, d) with ``constraints``. Returns self.
+
+        Parameters
+        ----------
+        X : array-like, shape (n, d)
+        constraints : Constraints, dict, (must_link, cannot_link) or None
+            Also positional, ``fit(X, constraints)``: the convention of every constrained jaxclust estimator
+            (there is no ``y``; an array here raises ``ConstraintError``).
+        """
+        w = check_float(self.w, "w", minimum=0.0)
+        w_bar = w if self.w_bar is None else check_float(self.w_bar, "w_bar", minimum=0.0)
+        capacity = check_int(self.capacity, "capacity", minimum=1)
+        X, Xc, mean, tol, c, p = self._prepare(X, constraints)
+        # costs are in units of ½‖x - μ‖²: on data scaled by 2**-p they scale by 4**-p
+        w_s, w_bar_s = (math.ldexp(w, -2 * p), math.ldexp(w_bar, -2 * p)) if p else (w, w_bar)
+        points, ml, cl = pack_point_constraints(c, X.shape[0], capacity=capacity)
         with _x64_for(X):
             runs = _pck_restarts(
                 _seed_key(self.random_state),
@@ -507,8 +542,8 @@ class PCKMeans(_ConstrainedBase):
                 jnp.asarray(points),
                 jnp.asarray(ml),
                 jnp.asarray(cl),
-                jnp.asarray(w, Xc.dtype),
-                jnp.asarray(w_bar, Xc.dtype),
+                jnp.asarray(w_s, Xc.dtype),
+                jnp.asarray(w_bar_s, Xc.dtype),
                 int(self.n_clusters),
                 int(self.n_init),
                 int(self.max_iter),
@@ -516,9 +551,9 @@ class PCKMeans(_ConstrainedBase):
             )
             runs = jax.device_get(runs)
         best = int(np.argmin(runs.objective))
-        self.cluster_centers_ = np.asarray(runs.centers[best], dtype=X.dtype) + mean
+        self._set_centres(runs.centers[best], mean, p, X.dtype)
         self.labels_ = np.asarray(runs.labels[best], dtype=np.int32)
-        self.inertia_ = float(runs.inertia[best])
-        self.objective_ = float(runs.objective[best])
+        self.inertia_ = _unscale_sq(runs.inertia[best], p, "PCKMeans: the inertia", X)
+        self.objective_ = _unscale_sq(runs.objective[best], p, "PCKMeans: the objective", X)
         self.n_iter_ = int(runs.n_iter[best])
         return self

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -26,7 +26,7 @@ import numpy as np
 from jaxclust.errors import ConstraintConflictError, ConstraintError, InvalidInputError
 from jaxclust.validation import check_labels
 
-__all__ = ["Constraints"]
+__all__ = ["Constraints", "as_constraints"]
 
 Pair = tuple[int, int]
 _KINDS = {True: "must", False: "cannot"}
@@ -48,6 +48,20 @@ def _as_pair(pair: Any, n: int, kind: str) -> Pair:
         raise ConstraintError(f"{kind}-link {pair!r}: expected a pair (i, j)") from exc
     what = f"{kind}-link ({i!r}, {j!r})"
     return _as_index(i, n, what), _as_index(j, n, what)
+
+
+def _pair_list(pairs: Any, name: str) -> list:
+    """``pairs`` as a list, or ConstraintError naming ``name`` when it is not a collection of pairs."""
+    if isinstance(pairs, str | bytes | Mapping) or not isinstance(pairs, Iterable):
+        raise ConstraintError(f"{name}: expected a list of pairs (i, j), got {type(pairs).__name__}")
+    return list(pairs)
+
+
+def _entry(item: Any, name: str) -> tuple:
+    """A serialised ``[i, j, kind]`` entry as a tuple, or ConstraintError naming it."""
+    if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 3:
+        raise ConstraintError(f"{name}: entry {item!r} is not [i, j, 'must' | 'cannot']")
+    return tuple(item)
 
 
 def _next_pow2(x: int) -> int:
@@ -92,7 +106,8 @@ class Constraints:
         cannot_link: Iterable[Pair] = (),
         on_conflict: Literal["raise", "drop"] = "raise",
     ):
-        log = [(p, True) for p in must_link] + [(p, False) for p in cannot_link]
+        log = [(p, True) for p in _pair_list(must_link, "must_link")]
+        log += [(p, False) for p in _pair_list(cannot_link, "cannot_link")]
         self._init(n, log, on_conflict, dropped=())
 
     # construction -------------------------------------------------------------------------------------------
@@ -427,15 +442,37 @@ class Constraints:
 
     @classmethod
     def from_dict(cls, d: dict) -> Constraints:
+        """Inverse of :meth:`to_dict`; a malformed dict raises ``ConstraintError`` naming the bad entry."""
+        if not isinstance(d, Mapping):
+            raise ConstraintError(f"from_dict: expected a dict, got {type(d).__name__}")
+        if "n" not in d:
+            raise ConstraintError(f"from_dict: no 'n' (number of items) among the keys {sorted(map(str, d))}")
+        unknown = sorted(str(k) for k in set(d) - {"n", "on_conflict", "constraints", "dropped"})
+        if unknown:
+            raise ConstraintError(
+                f"from_dict: unknown keys {unknown} (expected 'n', 'on_conflict', 'constraints', 'dropped')"
+            )
+        entries = _pair_list(d.get("constraints", []), "constraints")
         obj = cls.from_pairs(
-            d["n"], [tuple(c) for c in d.get("constraints", [])], d.get("on_conflict", "raise")
+            d["n"], [_entry(c, "constraints") for c in entries], d.get("on_conflict", "raise")
         )
-        obj._dropped = tuple(((int(i), int(j)), str(k)) for i, j, k in d.get("dropped", []))
+        dropped = []
+        for item in _pair_list(d.get("dropped", []), "dropped"):
+            i, j, k = _entry(item, "dropped")
+            if k not in ("must", "cannot"):
+                raise ConstraintError(f"dropped: entry {item!r} has kind {k!r}, expected 'must' or 'cannot'")
+            dropped.append(((_as_index(i, obj.n, "dropped"), _as_index(j, obj.n, "dropped")), k))
+        obj._dropped = tuple(dropped)
         return obj
 
     @classmethod
     def from_json(cls, s: str) -> Constraints:
-        return cls.from_dict(json.loads(s))
+        """Inverse of :meth:`to_json`; text that is not JSON raises ``ConstraintError``."""
+        try:
+            d = json.loads(s)
+        except (TypeError, ValueError) as exc:
+            raise ConstraintError(f"from_json: not valid JSON ({exc})") from exc
+        return cls.from_dict(d)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Constraints) and self._n == other._n and self._log == other._log
@@ -471,3 +508,51 @@ def _ml_path(edges: Sequence[Pair], a: int, b: int) -> list[Pair]:
         path.append(prev[path[-1]])
     path.reverse()
     return list(zip(path[:-1], path[1:], strict=True))
+
+
+def as_constraints(
+    constraints: Any, n: int, where: str = "fit", subject: str = "X has {n} rows"
+) -> Constraints | None:
+    """The one way every constrained estimator reads its ``constraints`` argument.
+
+    Accepts ``None``, a :class:`Constraints`, a mapping ``{"must_link": pairs, "cannot_link": pairs}`` or a
+    pair ``(must_link, cannot_link)`` of pair lists, and returns a :class:`Constraints` over ``n`` items (or
+    ``None``). Anything else raises :class:`~jaxclust.errors.ConstraintError` naming ``where`` (e.g.
+    ``"COPKMeans.fit"``; ``subject`` describes the ``n`` items in the size-mismatch message): in particular an
+    array, which is what lands here when a caller passes labels
+    positionally as ``fit(X, y)`` (constrained estimators take ``fit(X, constraints)``; labels become
+    constraints through :meth:`Constraints.from_labels`).
+    """
+    if constraints is None:
+        return None
+    if isinstance(constraints, Constraints):
+        c = constraints
+    elif isinstance(constraints, Mapping):
+        unknown = sorted(str(k) for k in set(constraints) - {"must_link", "cannot_link"})
+        if unknown:
+            raise ConstraintError(
+                f"constraints: unknown keys {unknown} given to {where} (use 'must_link', 'cannot_link')"
+            )
+        c = Constraints(
+            n, must_link=constraints.get("must_link", ()), cannot_link=constraints.get("cannot_link", ())
+        )
+    elif isinstance(constraints, tuple | list) and len(constraints) == 2 and not np.isscalar(constraints[0]):
+        c = Constraints(n, must_link=constraints[0], cannot_link=constraints[1])
+    elif (
+        isinstance(constraints, np.ndarray)
+        or hasattr(constraints, "__array__")
+        or (isinstance(constraints, tuple | list) and all(np.isscalar(v) for v in constraints))
+    ):
+        raise ConstraintError(
+            f"constraints: {where} got an array of shape {np.shape(constraints)} where it takes constraints "
+            "(the second argument of a constrained estimator's fit is constraints, not labels y); to use "
+            "labels, pass Constraints.from_labels(y, labelled_indices)"
+        )
+    else:
+        raise ConstraintError(
+            f"constraints: {where} expected a jaxclust.Constraints, a dict with 'must_link'/'cannot_link' or "
+            f"a pair (must_link, cannot_link), got {type(constraints).__name__}"
+        )
+    if c.n != n:
+        raise ConstraintError(f"constraints: built for {c.n} items but {subject.format(n=n)} ({where})")
+    return c

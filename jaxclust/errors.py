@@ -1,6 +1,15 @@
-"""Exceptions raised by jaxclust. Every message names the culprit (row, column, index, pair)."""
+"""Exceptions raised by jaxclust. Every message names the culprit (row, column, index, pair, parameter).
+
+``except JaxclustError`` catches every error jaxclust raises on purpose. The classes also derive from the
+built-in class that scikit-learn (and Python) would use for the same problem, so existing handlers keep working:
+bad input is a ``ValueError`` (and a ``TypeError`` where the type is wrong), a missing data set a
+``FileNotFoundError``, and :class:`NotFittedError` is scikit-learn's ``NotFittedError`` (itself a
+``ValueError`` and an ``AttributeError``), so scikit-learn's estimator checks accept it.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "JaxclustError",
@@ -10,7 +19,8 @@ __all__ = [
     "ConstraintConflictError",
     "DatasetNotFoundError",
     "InfeasibleConstraintsError",
-    "NotFittedError",
+    "NotFittedError",  # noqa: F822 - built on first access, see __getattr__
+    "NumericalError",
 ]
 
 
@@ -55,5 +65,33 @@ class DatasetNotFoundError(JaxclustError, FileNotFoundError):
     """A dataset's folder or files are missing from the data directory; the message says what is expected."""
 
 
-class NotFittedError(JaxclustError, AttributeError):
-    """An estimator method needs ``fit`` first."""
+class NumericalError(JaxclustError, ValueError):
+    """A computation would give a non-finite or singular result (overflow from the scale of ``X``, a singular
+    covariance); the message says which input caused it and what to change. Raised instead of returning NaN or
+    inf."""
+
+
+def _make_not_fitted_error() -> type:
+    # Built on first use: deriving from scikit-learn's class needs scikit-learn imported (about a second), which
+    # `import jaxclust.errors` (CLI start-up, constraints) should not pay for.
+    from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
+
+    cls = type(
+        "NotFittedError",
+        (JaxclustError, _SklearnNotFittedError),
+        {
+            "__doc__": "An estimator method needs ``fit`` first. Also scikit-learn's ``NotFittedError`` "
+            "(a ``ValueError`` and an ``AttributeError``).",
+            "__module__": __name__,
+        },
+    )
+    cls.__qualname__ = "NotFittedError"
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    if name == "NotFittedError":
+        cls = _make_not_fitted_error()
+        globals()["NotFittedError"] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,7 +21,11 @@ steps are fused in a single ``lax.scan`` over chunks, so peak memory is O(chunk 
 does;
 centres are never NaN.
 
-The estimator :class:`KMeans` follows scikit-learn's contract. :class:`COPKMeans` and :class:`PCKMeans`
+The estimator :class:`KMeans` follows scikit-learn's contract. k-means is scale-equivariant, so data whose
+magnitudes would overflow or underflow squared distances (beyond 2**±32 in float32, 2**±256 in float64) is
+scaled by a power of two (exact) before fitting and the centres and inertia scaled back: the labels are those
+of the data as given. An inertia beyond the float64 range raises :class:`~jaxclust.errors.NumericalError`
+rather than returning inf. :class:`COPKMeans` and :class:`PCKMeans`
 (constrained
 baselines) live in :mod:`jaxclust.constrained_kmeans` and are re-exported here.
 """
@@ -37,9 +41,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
-from jaxclust.errors import InvalidInputError
+from jaxclust.errors import InvalidInputError, InvalidInputTypeError, NumericalError
 
 __all__ = [
     "KMeansResult",
@@ -458,15 +462,71 @@ def _kmeans(key, X, n_clusters, n_init, max_iter, tol, chunk, n_valid, split) ->
 
 
 def _check_X(estimator, X, *, reset: bool):
-    """scikit-learn validation (shape, dtype, sparse, n_features_in_) plus jaxclust's NaN check."""
+    """scikit-learn validation (shape, dtype, sparse, n_features_in_) plus jaxclust's NaN check.
+
+    scikit-learn's errors come back as jaxclust's (``InvalidInputError``, a ``ValueError``;
+    ``InvalidInputTypeError`` where scikit-learn raised a ``TypeError``), with scikit-learn's message after
+    ``"X: "`` so that its estimator checks still recognise them.
+    """
     from jaxclust.validation import check_array
 
-    X = validate_data(
-        estimator, X, dtype=[np.float64, np.float32], reset=reset, ensure_all_finite=False, order="C"
-    )
+    try:
+        X = validate_data(
+            estimator, X, dtype=[np.float64, np.float32], reset=reset, ensure_all_finite=False, order="C"
+        )
+    except TypeError as exc:
+        raise InvalidInputTypeError(_x_message(exc)) from exc
+    except ValueError as exc:
+        raise InvalidInputError(_x_message(exc)) from exc
     if not np.isfinite(X).all():
         check_array(X, name="X", min_rows=1)  # raises InvalidInputError naming the row/column
     return X
+
+
+def _x_message(exc: Exception) -> str:
+    msg = str(exc)
+    return msg if msg.startswith("X ") or msg.startswith("X:") else f"X: {msg}"
+
+
+def _scale_exponent(dtype, *arrays) -> int:
+    """0 when the largest magnitude in ``arrays`` lies where squared distances in ``dtype`` neither overflow nor
+    underflow (2**-(e/4) .. 2**(e/4), e = 128 for float32, 1024 for float64); else the power of two ``p`` with
+    ``max |x| / 2**p`` in [0.5, 1). Scaling by ``2**-p`` is exact (short of values that become subnormal), so
+    k-means on the scaled data makes the same choices as on the data (it is scale-equivariant)."""
+    m = max((float(np.max(np.abs(a))) for a in arrays if a.size), default=0.0)
+    e = np.finfo(dtype).maxexp
+    if m == 0.0 or 2.0 ** (-(e // 4)) <= m <= 2.0 ** (e // 4):
+        return 0
+    return int(np.frexp(m)[1])
+
+
+def _unscale_sq(value: float, p: int, what: str, X: np.ndarray) -> float:
+    """``value * 4**p`` for a sum of squared distances computed on data scaled by ``2**-p``; raises
+    :class:`NumericalError` (naming ``what`` and the scale of X) when that is beyond the float64 range."""
+    value = float(value)
+    if not np.isfinite(value):
+        raise NumericalError(
+            f"{what} is not finite ({value}) for X with max |x| = {float(np.max(np.abs(X))):.3g}; "
+            "divide X by a constant (k-means is scale-equivariant: the labels do not change)"
+        )
+    try:
+        return math.ldexp(value, 2 * p)
+    except OverflowError:
+        decades = math.log10(value) + 2 * p * math.log10(2.0) if value > 0 else float("inf")
+        raise NumericalError(
+            f"{what} is about 1e{decades:.0f}, beyond the float64 range, for X with max |x| = "
+            f"{float(np.max(np.abs(X))):.3g}; divide X by a constant (k-means is scale-equivariant: the labels "
+            "do not change)"
+        ) from None
+
+
+def _scaled_centres(X: np.ndarray, centres: np.ndarray):
+    """X and the centres in X's dtype, both scaled by the same power of two when their magnitudes need it;
+    returns (X, centres, p)."""
+    p = _scale_exponent(X.dtype, X, centres)
+    if p:
+        return np.ldexp(X, -p).astype(X.dtype), np.ldexp(centres, -p).astype(X.dtype), p
+    return X, centres.astype(X.dtype), 0
 
 
 def _seed_key(random_state):
@@ -476,13 +536,19 @@ def _seed_key(random_state):
 
 
 def _check_params(n_clusters, n_init, max_iter, tol, n_samples, cls="KMeans"):
-    if not isinstance(n_clusters, (int, np.integer)) or isinstance(n_clusters, bool) or n_clusters < 1:
-        raise InvalidInputError(f"{cls}: n_clusters must be a positive integer, got {n_clusters!r}")
-    if not isinstance(n_init, (int, np.integer)) or n_init < 1:
-        raise InvalidInputError(f"{cls}: n_init must be a positive integer, got {n_init!r}")
-    if not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise InvalidInputError(f"{cls}: max_iter must be a positive integer, got {max_iter!r}")
-    if not np.isscalar(tol) or not np.isfinite(tol) or tol < 0:
+    def positive_int(v, name):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            raise InvalidInputError(f"{cls}: {name} must be a positive integer, got {v!r}")
+
+    positive_int(n_clusters, "n_clusters")
+    positive_int(n_init, "n_init")
+    positive_int(max_iter, "max_iter")
+    if (
+        isinstance(tol, bool)
+        or not isinstance(tol, (int, float, np.integer, np.floating))
+        or not np.isfinite(tol)
+        or tol < 0
+    ):
         raise InvalidInputError(f"{cls}: tol must be a finite number >= 0, got {tol!r}")
     if n_samples < n_clusters:
         raise InvalidInputError(f"{cls}: n_samples={n_samples} should be >= n_clusters={n_clusters}")
@@ -536,8 +602,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     --------
     >>> import numpy as np
     >>> X = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0]])
-    >>> KMeans(n_clusters=2, random_state=0).fit(X).inertia_  # doctest: +ELLIPSIS
-    0.01...
+    >>> round(KMeans(n_clusters=2, random_state=0).fit(X).inertia_, 6)
+    0.01
     """
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init=10, max_iter=300, tol=1e-4, random_state=0):
@@ -549,19 +615,33 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None):
-        """Compute k-means clustering of X (n_samples, n_features). ``y`` is ignored. Returns self."""
-        del y
-        X = _check_X(self, X, reset=True)
+        """Compute k-means clustering of X (n_samples, n_features). Returns self.
+
+        ``y`` is ignored (scikit-learn's convention), but constraints passed there raise
+        :class:`~jaxclust.errors.ConstraintError` instead of being dropped: use :class:`COPKMeans` or
+        :class:`PCKMeans`, whose ``fit(X, constraints)`` takes them.
+        """
+        from jaxclust.validation import reject_constraints_as_y
+
+        reject_constraints_as_y(
+            y, "KMeans.fit", "KMeans uses no constraints: use COPKMeans or PCKMeans, fit(X, constraints)"
+        )
+        X_in = X = _check_X(self, X, reset=True)
         n = X.shape[0]
         _check_params(self.n_clusters, self.n_init, self.max_iter, self.tol, n)
         k = int(self.n_clusters)
+        init = self._check_init(X, k)
+        p = _scale_exponent(X.dtype, X)  # magnitudes whose squares overflow/underflow: fit on X / 2**p
+        if p:
+            X = np.ldexp(X, -p).astype(X.dtype)
+            init = None if init is None else np.ldexp(init, -p).astype(X.dtype)
         mean = X.mean(axis=0)
         Xc = X - mean  # centring keeps the ‖x‖² - 2x·c + ‖c‖² expansion accurate
         tol = float(np.mean(np.var(X, axis=0)) * self.tol) if self.tol else 0.0
         key = _seed_key(self.random_state)
         with _x64_for(X):
             Xj = jnp.asarray(bucket_rows(Xc))
-            if isinstance(self.init, str) and self.init in ("k-means++", "random"):
+            if init is None:
                 if self.init == "k-means++":
                     res = kmeans(
                         key, Xj, k, n_init=int(self.n_init), max_iter=int(self.max_iter), tol=tol, n_valid=n
@@ -578,43 +658,80 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                         split=_can_split(Xj.shape[0] * Xj.shape[1] * k * int(self.n_init), key),
                     )
             else:
-                init = np.asarray(self.init, dtype=X.dtype)
-                if init.shape != (k, X.shape[1]):
-                    raise InvalidInputError(
-                        f"KMeans: init array has shape {init.shape}, expected {(k, X.shape[1])}"
-                    )
-                if not np.isfinite(init).all():
-                    raise InvalidInputError("KMeans: init array contains NaN or inf")
                 res = lloyd(Xj, jnp.asarray(init - mean), tol=tol, max_iter=int(self.max_iter), n_valid=n)
             centers, labels, inertia, n_iter = jax.device_get(tuple(res))
-        self.cluster_centers_ = np.asarray(centers, dtype=X.dtype) + mean
+        centers = np.asarray(centers, dtype=X.dtype) + mean
+        self.cluster_centers_ = np.ldexp(centers, p).astype(X.dtype) if p else centers
         self.labels_ = np.asarray(labels[:n], dtype=np.int32)
-        self.inertia_ = float(inertia)
+        self.inertia_ = _unscale_sq(inertia, p, "KMeans: the inertia", X_in)
         self.n_iter_ = int(n_iter)
         return self
 
+    def fit_predict(self, X, y=None):
+        """``fit`` then ``labels_`` (``y`` as in :meth:`fit`)."""
+        return self.fit(X, y).labels_
+
+    def _check_init(self, X, k):
+        """None for "k-means++"/"random", else the initial centres as an array of X's dtype."""
+        init = self.init
+        if isinstance(init, str):
+            if init in ("k-means++", "random"):
+                return None
+            raise InvalidInputError(
+                f"init: expected 'k-means++', 'random' or an (n_clusters, n_features) array, got {init!r}"
+            )
+        try:
+            arr = np.asarray(init, dtype=X.dtype)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"init: expected 'k-means++', 'random' or an (n_clusters, n_features) array, got {init!r}"
+            ) from exc
+        if arr.shape != (k, X.shape[1]):
+            raise InvalidInputError(f"init: array has shape {arr.shape}, expected {(k, X.shape[1])}")
+        if not np.isfinite(arr).all():
+            r, col = np.argwhere(~np.isfinite(arr))[0]
+            raise InvalidInputError(f"init: row {r} has a non-finite value in column {col}")
+        return arr
+
     def predict(self, X):
         """Index of the closest centre for each row of X (n_samples, n_features)."""
-        check_is_fitted(self)
+        from jaxclust.validation import check_fitted
+
+        check_fitted(self, "cluster_centers_", "predict")
         X = _check_X(self, X, reset=False)
+        Xs, C, _ = _scaled_centres(X, self.cluster_centers_)
         with _x64_for(X):
-            labels, _ = assign(
-                jnp.asarray(bucket_rows(X)), jnp.asarray(self.cluster_centers_.astype(X.dtype))
-            )
+            labels, _ = assign(jnp.asarray(bucket_rows(Xs)), jnp.asarray(C))
             return np.asarray(labels[: X.shape[0]], dtype=np.int32)
+
+    def _scaled_sq_distances(self, X, method):
+        from jaxclust.validation import check_fitted
+
+        check_fitted(self, "cluster_centers_", method)
+        X = _check_X(self, X, reset=False)
+        Xs, C, p = _scaled_centres(X, self.cluster_centers_)
+        d2 = (Xs * Xs).sum(1)[:, None] - 2.0 * Xs @ C.T + (C * C).sum(1)[None, :]
+        return X, np.maximum(d2, 0.0), p
 
     def transform(self, X):
         """Euclidean distances (n_samples, n_clusters) to every centre."""
-        check_is_fitted(self)
-        X = _check_X(self, X, reset=False)
-        C = self.cluster_centers_.astype(X.dtype)
-        d2 = (X * X).sum(1)[:, None] - 2.0 * X @ C.T + (C * C).sum(1)[None, :]
-        return np.sqrt(np.maximum(d2, 0.0))
+        X, d2, p = self._scaled_sq_distances(X, "transform")
+        if not p:
+            return np.sqrt(d2)
+        with np.errstate(over="ignore"):
+            D = np.ldexp(np.sqrt(d2), p).astype(X.dtype)
+        if not np.isfinite(D).all():
+            raise NumericalError(
+                f"KMeans.transform: distances of X (max |x| = {float(np.max(np.abs(X))):.3g}) to the centres "
+                f"exceed the {X.dtype} range; divide X by a constant"
+            )
+        return D
 
     def score(self, X, y=None):
         """Opposite of the inertia of X with respect to the fitted centres."""
         del y
-        return -float(np.sum(self.transform(X).min(axis=1) ** 2))
+        X, d2, p = self._scaled_sq_distances(X, "score")
+        return -_unscale_sq(np.sum(d2.min(axis=1), dtype=np.float64), p, "KMeans.score: the inertia", X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

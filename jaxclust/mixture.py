@@ -33,10 +33,10 @@ from jax import lax
 from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
-from sklearn.utils.validation import check_is_fitted
 
-from jaxclust.errors import InvalidInputError
+from jaxclust.errors import InvalidInputError, NumericalError
 from jaxclust.kmeans import _check_X, _seed_key, _x64_for, bucket_rows, kmeans
+from jaxclust.validation import check_fitted, check_float, check_int, reject_constraints_as_y
 
 __all__ = [
     "GMMParams",
@@ -283,9 +283,19 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
     init_params : {"kmeans", "random"}, default "kmeans"
     weights_init, means_init : arrays or None; when both ``means_init`` and ``precisions_init`` are given the
     run
-        starts from them (scikit-learn's precisions convention: inverse covariances).
+        starts from them (scikit-learn's precisions convention: inverse covariances). Giving only some of the
+        three raises ``InvalidInputError`` (they are never silently ignored).
     precisions_init : array or None
+        Symmetric positive definite (full), positive (diag, spherical).
     random_state : int, None or PRNG key, default 0
+
+    Notes
+    -----
+    No internal rescaling: ``reg_covar`` is absolute, and covariances scale with the square of X. When X's
+    magnitude makes them overflow, or a component's covariance is singular (``reg_covar=0`` on duplicate points),
+    ``fit`` raises :class:`~jaxclust.errors.NumericalError` saying which and what to change, as scikit-learn
+    raises its ``ValueError``; ``predict``, ``predict_proba`` and ``score_samples`` raise it for a row whose
+    log-likelihood is not finite. No NaN or -inf is ever returned.
 
     Attributes
     ----------
@@ -324,6 +334,17 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
         k = self.n_components
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
             raise InvalidInputError(f"GaussianMixture: n_components must be a positive integer, got {k!r}")
+        given = [
+            name
+            for name in ("weights_init", "means_init", "precisions_init")
+            if getattr(self, name) is not None
+        ]
+        if given and not {"means_init", "precisions_init"} <= set(given):
+            missing = [m for m in ("means_init", "precisions_init") if m not in given]
+            raise InvalidInputError(
+                f"GaussianMixture: {', '.join(given)} given without {' and '.join(missing)}; a run starts from "
+                "user parameters only when both means_init and precisions_init are given (weights_init optional)"
+            )
         if n < k:
             raise InvalidInputError(f"GaussianMixture: n_samples={n} should be >= n_components={k}")
         if self.covariance_type not in _COV_TYPES:
@@ -335,18 +356,14 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
                 f"GaussianMixture: init_params must be 'kmeans' or 'random', got {self.init_params!r}"
             )
         for name in ("tol", "reg_covar"):
-            v = getattr(self, name)
-            if not np.isscalar(v) or not np.isfinite(v) or v < 0:
-                raise InvalidInputError(f"GaussianMixture: {name} must be a finite number >= 0, got {v!r}")
+            check_float(getattr(self, name), name, minimum=0.0)
         for name in ("max_iter", "n_init"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or v < 1:
-                raise InvalidInputError(f"GaussianMixture: {name} must be a positive integer, got {v!r}")
+            check_int(getattr(self, name), name, minimum=1)
 
     def _user_init(self, X):
         k, d = self.n_components, X.shape[1]
-        means = np.asarray(self.means_init, X.dtype)
-        prec = np.asarray(self.precisions_init, X.dtype)
+        means = _init_array(self.means_init, "means_init", X.dtype)
+        prec = _init_array(self.precisions_init, "precisions_init", np.float64)
         shapes = {"full": (k, d, d), "diag": (k, d), "spherical": (k,)}
         if means.shape != (k, d):
             raise InvalidInputError(f"GaussianMixture: means_init has shape {means.shape}, expected {(k, d)}")
@@ -355,8 +372,24 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
                 f"GaussianMixture: precisions_init has shape {prec.shape}, "
                 f"expected {shapes[self.covariance_type]}"
             )
-        cov = np.linalg.inv(prec) if self.covariance_type == "full" else 1.0 / prec
-        w = np.full(k, 1.0 / k) if self.weights_init is None else np.asarray(self.weights_init, X.dtype)
+        if self.covariance_type == "full":
+            for c in range(k):
+                P = prec[c]
+                if not np.allclose(P, P.T) or np.linalg.eigvalsh(0.5 * (P + P.T)).min() <= 0:
+                    raise InvalidInputError(
+                        f"GaussianMixture: precisions_init[{c}] must be symmetric positive definite"
+                    )
+            cov = np.linalg.inv(prec)
+        else:
+            if (prec <= 0).any():
+                c = int(np.argwhere(prec <= 0)[0][0])
+                raise InvalidInputError(f"GaussianMixture: precisions_init[{c}] must be positive")
+            cov = 1.0 / prec
+        w = (
+            np.full(k, 1.0 / k)
+            if self.weights_init is None
+            else _init_array(self.weights_init, "weights_init", X.dtype)
+        )
         if w.shape != (k,) or np.any(w < 0) or not np.isclose(w.sum(), 1.0):
             raise InvalidInputError(
                 "GaussianMixture: weights_init must be (n_components,) non-negative, summing to 1"
@@ -364,8 +397,14 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
         return GMMParams(jnp.asarray(w, X.dtype), jnp.asarray(means), jnp.asarray(cov, X.dtype))
 
     def fit(self, X, y=None):
-        """Estimate the mixture on X (n_samples, n_features) by EM. Returns self."""
-        del y
+        """Estimate the mixture on X (n_samples, n_features) by EM. Returns self.
+
+        ``y`` is ignored (scikit-learn's convention); constraints passed there raise
+        :class:`~jaxclust.errors.ConstraintError` instead of being dropped.
+        """
+        reject_constraints_as_y(
+            y, "GaussianMixture.fit", "GaussianMixture uses no constraints: use COPKMeans, PCKMeans or DPMM"
+        )
         X = _check_X(self, X, reset=True)
         self._validate_params_gmm(X.shape[0])
         ct = self.covariance_type
@@ -399,7 +438,15 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
             res = jax.device_get(res)
         n_iter = np.asarray(res.n_iter)
         final_ll = np.array([res.log_likelihood[r, n_iter[r] - 1] for r in range(len(n_iter))])
-        best = int(np.argmax(np.where(np.isnan(final_ll), -np.inf, final_ll)))
+        usable = np.isfinite(final_ll) & np.array(
+            [
+                _usable(jax.tree.map(lambda a, r=r: np.asarray(a[r]), res.params), ct)
+                for r in range(len(n_iter))
+            ]
+        )
+        if not usable.any():
+            raise _fit_failure(X, self.reg_covar)
+        best = int(np.argmax(np.where(usable, final_ll, -np.inf)))
         self.weights_ = np.asarray(res.params.weights[best], dtype=X.dtype)
         self.means_ = np.asarray(res.params.means[best], dtype=X.dtype)
         self.covariances_ = np.asarray(res.params.covariances[best], dtype=X.dtype)
@@ -418,28 +465,36 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
             jnp.asarray(self.covariances_, dtype),
         )
 
-    def _log_resp(self, X):
-        check_is_fitted(self)
+    def _log_resp(self, X, method):
+        check_fitted(self, "means_", method)
         X = _check_X(self, X, reset=False)
         with _x64_for(X):
             joint = np.asarray(
                 _joint(jnp.asarray(bucket_rows(X)), self._params(X.dtype), self.covariance_type)
             )
         joint = joint[: X.shape[0]]
+        best = joint.max(axis=1)
+        if not np.isfinite(best).all():
+            r = int(np.flatnonzero(~np.isfinite(best))[0])
+            raise NumericalError(
+                f"GaussianMixture.{method}: X row {r} has a non-finite log-likelihood under every component "
+                f"(max |x| in the row = {float(np.max(np.abs(X[r]))):.3g}: too large for {X.dtype} arithmetic); "
+                "rescale X as the training data was"
+            )
         return joint
 
     def predict(self, X):
         """Most probable component of each row, (n,) int."""
-        return np.argmax(self._log_resp(X), axis=1).astype(np.int32)
+        return np.argmax(self._log_resp(X, "predict"), axis=1).astype(np.int32)
 
     def predict_proba(self, X):
         """Responsibilities (n, k)."""
-        j = self._log_resp(X)
+        j = self._log_resp(X, "predict_proba")
         return np.exp(j - _np_logsumexp(j)[:, None])
 
     def score_samples(self, X):
         """log p(x) of each row, (n,)."""
-        return _np_logsumexp(self._log_resp(X))
+        return _np_logsumexp(self._log_resp(X, "score_samples"))
 
     def score(self, X, y=None):
         """Mean log-likelihood of X."""
@@ -453,6 +508,48 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
         return tags
+
+
+def _init_array(value, name: str, dtype) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"GaussianMixture: {name} must be a numeric array, got {value!r}") from exc
+    if not np.isfinite(arr).all():
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        raise InvalidInputError(f"GaussianMixture: {name} has a non-finite value at index {where}")
+    return arr
+
+
+def _usable(params: GMMParams, covariance_type: str) -> bool:
+    """Finite parameters whose covariances are positive definite (so precisions and log-densities exist)."""
+    if not all(np.isfinite(a).all() for a in params):
+        return False
+    cov = np.asarray(params.covariances, np.float64)
+    if covariance_type != "full":
+        return bool((cov > 0).all())
+    try:
+        np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
+def _fit_failure(X: np.ndarray, reg_covar) -> NumericalError:
+    """The error ``fit`` raises when no EM run ends with finite, positive definite parameters: X's magnitude
+    (squared deviations overflow) or a singular covariance (collapsed samples, ``reg_covar`` too small)."""
+    m = float(np.max(np.abs(X)))
+    limit = np.sqrt(np.finfo(X.dtype).max / max(X.shape[0] * X.shape[1], 1))
+    if m > limit:
+        return NumericalError(
+            f"GaussianMixture: X has values up to {m:.3g}, too large for {X.dtype} arithmetic (squared deviations "
+            f"overflow, covariances are not finite); rescale X, e.g. with sklearn.preprocessing.StandardScaler"
+        )
+    return NumericalError(
+        "GaussianMixture: fitting failed because some components have ill-defined empirical covariance (for "
+        f"instance caused by singleton or collapsed samples); increase reg_covar (got {reg_covar!r}), decrease "
+        "n_components, or rescale X"
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("covariance_type",))

@@ -48,9 +48,25 @@ from tqdm.auto import tqdm
 
 from jaxclust.constraints import Constraints
 from jaxclust.errors import InvalidInputError
-from jaxclust.validation import check_array, seed_from
+from jaxclust.validation import check_array, check_int, seed_from
 
 __all__ = ["ExploreConsolidate", "MinMax", "NPU", "constraints_from_queries", "closure_constraints"]
+
+
+def _check_oracle(oracle, where: str):
+    """The oracle as given, after checking it can answer (``answer``/``query`` method or a callable)."""
+    from jaxclust.validation import looks_like_constraints
+
+    if looks_like_constraints(oracle):
+        raise InvalidInputError(
+            f"oracle: {where} got constraints where it takes the oracle; call fit(X, oracle, constraints)"
+        )
+    if not (callable(oracle) or hasattr(oracle, "answer") or hasattr(oracle, "query")):
+        raise InvalidInputError(
+            f"oracle: {where} expected a callable oracle(i, j) or an object with answer(i, j) / query(i, j), "
+            f"got {type(oracle).__name__}"
+        )
+    return oracle
 
 
 def _ask(oracle, i: int, j: int) -> str:
@@ -65,9 +81,18 @@ def constraints_from_queries(
     queries, n: int, budget: int | None = None, on_conflict: str = "drop"
 ) -> Constraints:
     """The constraints of the first ``budget`` answers of ``queries`` (all if None), unknowns skipped."""
-    qs = list(queries)[: budget if budget is not None else len(queries)]
+    qs = list(queries)
+    if budget is not None:
+        qs = qs[: check_int(budget, "budget", minimum=0)]
+    for q in qs:
+        if isinstance(q, str | bytes) or not hasattr(q, "__len__") or len(q) != 3:
+            raise InvalidInputError(f"queries: entry {q!r} is not (i, j, answer)")
+        if q[2] not in ("must", "cannot", "unknown"):
+            raise InvalidInputError(
+                f"queries: entry {q!r} has answer {q[2]!r}, expected 'must', 'cannot' or 'unknown'"
+            )
     return Constraints.from_pairs(
-        n, [(int(i), int(j), a) for i, j, a in qs if a in ("must", "cannot")], on_conflict=on_conflict
+        n, [(i, j, a) for i, j, a in qs if a in ("must", "cannot")], on_conflict=on_conflict
     )
 
 
@@ -136,8 +161,14 @@ class _NeighbourhoodStrategy:
         self.random_state = random_state
         self.progress = progress
 
-    def _validate(self, X):
+    def _validate(self, X, oracle=None, constraints=None):
+        """Checked X, oracle and constraints (a Constraints over the rows of X, or None)."""
+        from jaxclust.constraints import as_constraints
+
+        where = f"{type(self).__name__}.fit"
         X = check_array(X, name="X", min_rows=2)
+        oracle = _check_oracle(oracle, where)
+        constraints = as_constraints(constraints, X.shape[0], where=where)
         k, q = self.n_clusters, self.max_queries
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise InvalidInputError(
@@ -145,7 +176,7 @@ class _NeighbourhoodStrategy:
             )
         if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 0:
             raise InvalidInputError(f"{type(self).__name__}: max_queries must be an integer >= 0, got {q!r}")
-        return X
+        return X, oracle, constraints
 
     @staticmethod
     def _place(session: _Session, x: int, hoods: list[list[int]], order) -> str:
@@ -165,11 +196,14 @@ class _NeighbourhoodStrategy:
     def fit(self, X, oracle, constraints: Constraints | None = None):
         """Ask up to ``max_queries`` questions about the rows of X (n, d). Returns self.
 
+        ``oracle`` answers pairs (see the module docstring); ``constraints`` (a Constraints, a dict with
+        ``must_link``/``cannot_link``, a pair (must_link, cannot_link), or None) is what is known already.
+
         Attributes set: ``queries_`` (list of (i, j, answer) in asking order), ``constraints_``,
         ``neighborhoods_``
         (list of int arrays), ``n_queries_``.
         """
-        X = self._validate(X)
+        X, oracle, constraints = self._validate(X, oracle, constraints)
         n = X.shape[0]
         rng = np.random.default_rng(seed_from(self.random_state))
         s = _Session(n, oracle, int(self.max_queries), constraints, self.progress)
@@ -293,7 +327,13 @@ class NPU:
 
         from jaxclust.constrained_kmeans import PCKMeans
 
-        X = _NeighbourhoodStrategy._validate(self, X)
+        X, oracle, constraints = _NeighbourhoodStrategy._validate(self, X, oracle, constraints)
+        if isinstance(self.n_estimators, bool) or not (
+            isinstance(self.n_estimators, int | np.integer) and self.n_estimators >= 1
+        ):
+            raise InvalidInputError(
+                f"NPU: n_estimators must be a positive integer, got {self.n_estimators!r}"
+            )
         n = X.shape[0]
         seed = seed_from(self.random_state)
         rng = np.random.default_rng(seed)

@@ -13,7 +13,19 @@ import numpy as np
 
 from jaxclust.errors import InvalidInputError, InvalidInputTypeError
 
-__all__ = ["check_array", "check_labels", "check_index", "check_positive", "prng_key", "seed_from"]
+__all__ = [
+    "check_array",
+    "check_labels",
+    "check_index",
+    "check_positive",
+    "check_int",
+    "check_float",
+    "check_fitted",
+    "looks_like_constraints",
+    "reject_constraints_as_y",
+    "prng_key",
+    "seed_from",
+]
 
 
 def check_array(
@@ -174,6 +186,111 @@ def check_positive(value: Any, name: str, *, strict: bool = True) -> float:
     if not np.isfinite(v) or (v <= 0 if strict else v < 0):
         raise InvalidInputError(f"{name}: must be {'>' if strict else '>='} 0 and finite, got {value!r}")
     return v
+
+
+def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as a Python int after checking it is an integer (not a bool, not a float) in range.
+
+    The message names the parameter as the user spelled it: ``"capacity: expected an int >= 1, got 'big'"``.
+    """
+    if minimum is not None and maximum is not None:
+        want = f"an int in [{minimum}, {maximum}]"
+    elif minimum is not None:
+        want = f"an int >= {minimum}"
+    elif maximum is not None:
+        want = f"an int <= {maximum}"
+    else:
+        want = "an int"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral | np.integer):
+        raise InvalidInputError(f"{name}: expected {want}, got {value!r}")
+    v = int(value)
+    if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
+        raise InvalidInputError(f"{name}: expected {want}, got {value!r}")
+    return v
+
+
+def check_float(
+    value: Any,
+    name: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    strict: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    """Return ``value`` as a float after checking it is a real number (not a string, not a bool, not NaN) in
+    range; ``strict`` makes the bounds exclusive, ``allow_inf`` accepts +-inf (when the bounds allow it).
+    """
+    lo = "" if minimum is None else f"{'>' if strict else '>='} {minimum}"
+    hi = "" if maximum is None else f"{'<' if strict else '<='} {maximum}"
+    bounds = " and ".join(b for b in (lo, hi) if b)
+    want = ("a number" if allow_inf else "a finite number") + (f" {bounds}" if bounds else "")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | np.integer | np.floating):
+        raise InvalidInputError(f"{name}: expected {want}, got {value!r}")
+    v = float(value)
+    if np.isnan(v) or (np.isinf(v) and not allow_inf):
+        raise InvalidInputError(f"{name}: expected {want}, got {value!r}")
+    if minimum is not None and (v <= minimum if strict else v < minimum):
+        raise InvalidInputError(f"{name}: expected {want}, got {value!r}")
+    if maximum is not None and (v >= maximum if strict else v > maximum):
+        raise InvalidInputError(f"{name}: expected {want}, got {value!r}")
+    return v
+
+
+def check_fitted(estimator: Any, attribute: str, method: str = "this method") -> None:
+    """Raise :class:`jaxclust.errors.NotFittedError` (also scikit-learn's) unless ``estimator`` has ``attribute``.
+
+    The message names the estimator and the method called: ``"KMeans.predict: this KMeans instance is not
+    fitted yet; call fit first"``.
+    """
+    if not hasattr(estimator, attribute):
+        from jaxclust.errors import NotFittedError
+
+        cls = type(estimator).__name__
+        raise NotFittedError(f"{cls}.{method}: this {cls} instance is not fitted yet; call fit first")
+
+
+_CONSTRAINT_KEYS = ("must_link", "cannot_link")
+
+
+def looks_like_constraints(obj: Any) -> bool:
+    """True for what jaxclust accepts as constraints: a :class:`~jaxclust.Constraints`, a mapping with a
+    ``"must_link"`` or ``"cannot_link"`` key, or a pair ``(must_link, cannot_link)`` of pair lists.
+
+    Used to stop constraints from vanishing into a ``y`` argument that an estimator ignores.
+    """
+    from collections.abc import Mapping
+
+    from jaxclust.constraints import Constraints
+
+    if isinstance(obj, Constraints):
+        return True
+    if isinstance(obj, Mapping):
+        return any(k in obj for k in _CONSTRAINT_KEYS)
+    if isinstance(obj, tuple | list) and len(obj) == 2:
+        return all(_is_pair_list(part) for part in obj) and any(len(part) for part in obj)
+    return False
+
+
+def _is_pair_list(part: Any) -> bool:
+    if isinstance(part, str | bytes) or np.isscalar(part):
+        return False
+    try:
+        arr = np.asarray(part, dtype=object)
+    except Exception:
+        return False
+    return arr.size == 0 or (arr.ndim == 2 and arr.shape[1] == 2)
+
+
+def reject_constraints_as_y(y: Any, where: str, hint: str, name: str = "y") -> None:
+    """Raise :class:`~jaxclust.errors.ConstraintError` when constraints were passed as the argument ``name``
+    (by default the ignored ``y``) of ``where`` (e.g. ``"KMeans.fit"``); ``hint`` says how to pass them."""
+    if y is not None and looks_like_constraints(y):
+        from jaxclust.errors import ConstraintError
+
+        raise ConstraintError(
+            f"{name}: {where} got constraints ({type(y).__name__}) as {name}, which it does not use; {hint}"
+        )
 
 
 def seed_from(random_state: Any) -> int:

@@ -104,6 +104,9 @@ def coclustering(samples, weights=None) -> jax.Array:
     -------
     jax.Array, shape (n, n), float32
         ``p_ij``; the diagonal is 1. Materialises ``n x n``: use :func:`top_entropy_pairs` for large ``n``.
+
+    Every integer is a component id, negative ones included: ``-1`` is a label like any other (two items
+    labelled ``-1`` in a sample share a component in it), so the diagonal is exactly 1 whatever the labels.
     """
     z = _as_samples(samples)
     return _coclustering(jnp.asarray(z), _as_weights(weights, z.shape[0]))
@@ -118,9 +121,35 @@ def link_entropy(samples, weights=None) -> jax.Array:
     return _link_entropy(jnp.asarray(z), _as_weights(weights, z.shape[0]))
 
 
+def agreeing_samples(samples, i, j, must) -> jax.Array:
+    """Mask of samples that agree with an answer: ``(z_i == z_j) == must``, shape (S,) bool.
+
+    ``samples`` is (S, n); ``i`` and ``j`` must be item indices in ``[0, n)`` (an index out of range raises
+    ``InvalidInputError`` naming it, rather than being clamped as JAX indexing would); ``must`` is a bool.
+    Traced indices (a caller that jits around this function) are not checked.
+    """
+    shape = np.shape(samples)
+    if len(shape) != 2:
+        raise InvalidInputError(f"samples: expected a 2-D array (samples x items), got shape {shape}")
+    n = shape[1]
+    i, j = _item_index(i, n, "i"), _item_index(j, n, "j")
+    if not isinstance(must, bool | np.bool_ | jax.core.Tracer):
+        raise InvalidInputError(f"must: expected a bool (True for a must-link answer), got {must!r}")
+    return _agreeing_samples(samples, i, j, must)
+
+
+def _item_index(i, n: int, name: str):
+    from jaxclust.validation import check_index
+
+    if isinstance(i, jax.core.Tracer):
+        return i
+    if isinstance(i, jax.Array | np.ndarray) and i.ndim == 0 and np.issubdtype(i.dtype, np.integer):
+        i = int(i)
+    return check_index(i, n, name)
+
+
 @jax.jit
-def agreeing_samples(samples: jax.Array, i, j, must) -> jax.Array:
-    """Mask of samples that agree with an answer: ``(z_i == z_j) == must``, shape (S,) bool."""
+def _agreeing_samples(samples: jax.Array, i, j, must) -> jax.Array:
     samples = jnp.asarray(samples)
     return (samples[:, i] == samples[:, j]) == jnp.asarray(must, bool)
 

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from jaxclust.errors import InvalidInputError
-from jaxclust.validation import check_index, check_labels, seed_from
+from jaxclust.validation import check_float, check_index, check_labels, seed_from
 
 __all__ = ["GoldOracle", "NoisyOracle", "InteractiveOracle", "SessionStopped", "ask"]
 
@@ -80,10 +80,7 @@ class NoisyOracle(GoldOracle):
         super().__init__(labels)
         self.flip_rate = flip_rate
         self.random_state = random_state
-        rate = float(flip_rate)
-        if not 0.0 <= rate <= 1.0:
-            raise InvalidInputError(f"flip_rate: must be in [0, 1], got {flip_rate!r}")
-        self._rate = rate
+        self._rate = check_float(flip_rate, "flip_rate", minimum=0.0, maximum=1.0)
         self._seed = seed_from(random_state)
 
     def answer(self, i: int, j: int) -> str:

@@ -20,12 +20,24 @@ import numpy as np
 
 from jaxclust.active.entropy import top_entropy_pairs
 from jaxclust.errors import InvalidInputError
-from jaxclust.validation import prng_key
+from jaxclust.validation import check_index, check_int, prng_key
 
 __all__ = ["STRATEGIES", "select_queries", "random_pairs"]
 
 STRATEGIES = ("entropy", "naive_batch", "batch", "random")
 _ENUMERATE_MAX_N = 4096  # below this, fall back to enumerating the unknown pairs when rejection keeps failing
+
+
+def _check_pairs(pairs, n: int, name: str) -> list[tuple[int, int]]:
+    """``pairs`` as a list of (i, j) index pairs into ``n`` items, or InvalidInputError naming the bad one."""
+    out = []
+    for p in pairs:
+        if isinstance(p, str | bytes) or np.ndim(p) != 1 or len(p) != 2:
+            raise InvalidInputError(f"{name}: entry {p!r} is not a pair (i, j)")
+        out.append(
+            (check_index(p[0], n, f"{name} {tuple(p)!r}"), check_index(p[1], n, f"{name} {tuple(p)!r}"))
+        )
+    return out
 
 
 def random_pairs(key, n: int, k: int, constraints=None, exclude=()) -> list[tuple[int, int]]:
@@ -44,6 +56,11 @@ def random_pairs(key, n: int, k: int, constraints=None, exclude=()) -> list[tupl
     constraints : Constraints, optional
     exclude : iterable of (i, j)
     """
+    n = check_int(n, "n", minimum=1)
+    k = check_int(k, "k", minimum=0)
+    if constraints is not None and constraints.n != n:
+        raise InvalidInputError(f"constraints: built for {constraints.n} items, n is {n}")
+    exclude = _check_pairs(exclude, n, "exclude")
     # host-side draws from a NumPy generator seeded by the key's bits: rejection needs many small draws, and
     # per-draw JAX dispatch would dominate (the key still fixes every draw)
     rng = np.random.default_rng(np.asarray(jax.random.key_data(prng_key(key))).ravel().tolist())

@@ -70,10 +70,18 @@ def load_dataset(name: str, /, **kwargs):
     Raises
     ------
     InvalidInputError
-        When ``name`` is not a registered loader.
+        When ``name`` is not a registered loader, or a keyword is not one of its options.
     """
+    import inspect
+
     from jaxclust.errors import InvalidInputError
 
     if name not in LOADERS:
         raise InvalidInputError(f"unknown dataset {name!r}; known: {', '.join(sorted(LOADERS))}")
+    known = list(inspect.signature(LOADERS[name]).parameters)
+    unknown = [k for k in kwargs if k not in known]
+    if unknown:
+        raise InvalidInputError(
+            f"{unknown[0]}: not an option of the {name!r} loader (options: {', '.join(known) or 'none'})"
+        )
     return LOADERS[name](**kwargs)

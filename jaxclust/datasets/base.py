@@ -8,16 +8,20 @@ shared data release.
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import functools
+import io
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from jaxclust.errors import DatasetNotFoundError, InvalidInputError
+from jaxclust.errors import DatasetNotFoundError, InvalidInputError, JaxclustError
 
 __all__ = [
     "DATA_ENV",
@@ -28,6 +32,10 @@ __all__ = [
     "dataset_folder",
     "encode_labels",
     "check_choice",
+    "read_text",
+    "read_jsonl",
+    "read_csv_rows",
+    "file_errors",
 ]
 
 DATA_ENV = "JAXCLUST_DATA"
@@ -296,3 +304,92 @@ def check_choice(value: Any, name: str, choices: Sequence[Any]) -> Any:
     if value not in choices:
         raise InvalidInputError(f"{name}={value!r} is not one of {', '.join(repr(c) for c in choices)}")
     return value
+
+
+# -- reading data files: every problem is an InvalidInputError naming the file (and line where known) ----------
+
+
+def read_text(path: str | os.PathLike, opener: Callable[..., Any] = open) -> str:
+    """The UTF-8 text of a file (``opener``: ``open`` or ``gzip.open``); bytes that are not UTF-8 raise
+    :class:`~jaxclust.errors.InvalidInputError` naming the file and line."""
+    with opener(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InvalidInputError(
+            f"{os.fspath(path)}: line {line} is not valid UTF-8 ({exc.reason} at byte {exc.start}); the file "
+            "is damaged or in another encoding"
+        ) from None
+
+
+def read_jsonl(
+    path: str | os.PathLike, opener: Callable[..., Any] = open, required: Sequence[str] = ()
+) -> tuple[dict, ...]:
+    """The JSON objects of a JSON-lines file, blank lines skipped. A line that is not a JSON object, or lacks
+    one of the ``required`` fields, raises :class:`~jaxclust.errors.InvalidInputError` naming the file and line
+    (extra fields are ignored)."""
+    out = []
+    for k, line in enumerate(read_text(path, opener).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(
+                f"{os.fspath(path)}: line {k} is not valid JSON ({exc.msg}, column {exc.colno})"
+            ) from None
+        if not isinstance(obj, dict):
+            raise InvalidInputError(
+                f"{os.fspath(path)}: line {k} is not a JSON object ({type(obj).__name__})"
+            )
+        missing = [f for f in required if f not in obj]
+        if missing:
+            raise InvalidInputError(
+                f"{os.fspath(path)}: line {k} has no field {missing[0]!r} (expected fields: {', '.join(required)})"
+            )
+        out.append(obj)
+    return tuple(out)
+
+
+def read_csv_rows(
+    path: str | os.PathLike, delimiter: str = ",", header: bool = True, required: Sequence[str] = ()
+) -> list:
+    """Rows of a UTF-8 CSV/TSV file: dicts by column name (``header=True``) or lists. A header without one of
+    the ``required`` columns raises :class:`~jaxclust.errors.InvalidInputError` naming the file and column."""
+    text = read_text(path)
+    with file_errors(path):
+        fh = io.StringIO(text, newline="")
+        if not header:
+            return list(csv.reader(fh, delimiter=delimiter))
+        reader = csv.DictReader(fh, delimiter=delimiter)
+        missing = [c for c in required if c not in (reader.fieldnames or ())]
+        if missing:
+            raise InvalidInputError(
+                f"{os.fspath(path)}: the header has no column {missing[0]!r} (expected columns: "
+                f"{', '.join(required)})"
+            )
+        return list(reader)
+
+
+@contextlib.contextmanager
+def file_errors(path: str | os.PathLike) -> Iterator[None]:
+    """Turn what goes wrong while parsing ``path`` (a missing field, a value of the wrong type, bytes that are
+    not UTF-8) into :class:`~jaxclust.errors.InvalidInputError` naming the file; jaxclust's own errors pass."""
+    try:
+        yield
+    except JaxclustError:
+        raise
+    except KeyError as exc:
+        raise InvalidInputError(
+            f"{os.fspath(path)}: a record has no field {exc.args[0]!r}; the file is damaged or not in the "
+            "expected layout"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{os.fspath(path)}: not valid UTF-8 ({exc.reason})") from exc
+    except (ValueError, TypeError, IndexError, csv.Error) as exc:
+        raise InvalidInputError(
+            f"{os.fspath(path)}: unexpected content ({type(exc).__name__}: {exc}); the file is damaged or not in "
+            "the expected layout"
+        ) from exc

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import csv
 import functools
 import os
 import re
 
 import numpy as np
 
-from jaxclust.datasets.base import Dataset, check_choice, dataset_folder
+from jaxclust.datasets.base import Dataset, check_choice, dataset_folder, file_errors, read_csv_rows
 from jaxclust.errors import InvalidInputError
 
 __all__ = ["load_clustering_benchmark", "list_clustering_benchmarks", "BENCHMARK_BATTERIES"]
@@ -21,14 +20,14 @@ BENCHMARK_BATTERIES = ("fcps", "g2mg", "graves", "h2mg", "other", "sipu", "uci",
 
 @functools.lru_cache(maxsize=2)
 def _index(path: str) -> tuple[dict, ...]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return tuple(csv.DictReader(fh))
+    return tuple(read_csv_rows(path, required=("battery", "dataset")))
 
 
 @functools.lru_cache(maxsize=32)
 def _loadtxt(path: str, ndmin: int, dtype: str) -> np.ndarray:
     """``np.loadtxt`` cached in-process; the cached array is read-only (callers copy)."""
-    arr = np.loadtxt(path, ndmin=ndmin, dtype=dtype)
+    with file_errors(path):
+        arr = np.loadtxt(path, ndmin=ndmin, dtype=dtype)
     arr.flags.writeable = False
     return arr
 

@@ -12,7 +12,15 @@ import os
 
 import numpy as np
 
-from jaxclust.datasets.base import CorefDocument, Mention, check_choice, dataset_folder
+from jaxclust.datasets.base import (
+    CorefDocument,
+    Mention,
+    check_choice,
+    dataset_folder,
+    file_errors,
+    read_jsonl,
+    read_text,
+)
 
 __all__ = ["load_litbank", "load_gum"]
 
@@ -30,9 +38,13 @@ _GUM_SOURCE = (
 )
 
 
-def _read_jsonl(path: str) -> list[dict]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+def _parse(path: str, fn) -> tuple[CorefDocument, ...]:
+    """``fn`` over the records of a JSON-lines file; a bad record raises InvalidInputError naming it."""
+    out = []
+    for k, rec in enumerate(read_jsonl(path), start=1):
+        with file_errors(f"{path} (record {k})"):
+            out.append(fn(rec))
+    return tuple(out)
 
 
 def _sentences(words: list[str], offsets: list[list[int]]) -> tuple[tuple[str, ...], ...]:
@@ -118,12 +130,12 @@ def _gum_doc(rec: dict) -> CorefDocument:
 
 @functools.lru_cache(maxsize=8)
 def _litbank_split(path: str) -> tuple[CorefDocument, ...]:
-    return tuple(_litbank_doc(r) for r in _read_jsonl(path))
+    return _parse(path, _litbank_doc)
 
 
 @functools.lru_cache(maxsize=8)
 def _gum_split(path: str) -> tuple[CorefDocument, ...]:
-    return tuple(_gum_doc(r) for r in _read_jsonl(path))
+    return _parse(path, _gum_doc)
 
 
 def load_litbank(
@@ -156,9 +168,10 @@ def load_litbank(
     docs = {d.doc_id: d for s in _LITBANK_SPLITS for d in _litbank_split(str(folder / f"{s}.jsonl"))}
     if split == "all":
         return list(docs.values())
-    with open(folder / "folds.json", encoding="utf-8") as fh:
-        ids = json.load(fh)[str(fold)][split]
-    return [docs[i] for i in ids]
+    path = folder / "folds.json"
+    with file_errors(path):
+        ids = json.loads(read_text(path))[str(fold)][split]
+        return [docs[i] for i in ids]
 
 
 def load_gum(split: str = "train", data_dir: str | os.PathLike | None = None) -> list[CorefDocument]:

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import collections
-import csv
 import functools
 import gzip
-import json
 import os
 import re
 from collections.abc import Sequence
 
 import numpy as np
 
-from jaxclust.datasets.base import Dataset, check_choice, dataset_folder, encode_labels
+from jaxclust.datasets.base import (
+    Dataset,
+    check_choice,
+    dataset_folder,
+    encode_labels,
+    read_csv_rows,
+    read_jsonl,
+)
 from jaxclust.errors import InvalidInputError
 
 __all__ = [
@@ -67,8 +72,9 @@ def _drop_from_header(text: str) -> str:
 
 @functools.lru_cache(maxsize=2)
 def _read_newsgroups(path: str) -> tuple[dict, ...]:
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return tuple(json.loads(line) for line in fh if line.strip())
+    return read_jsonl(
+        path, opener=gzip.open, required=("split", "from", "label", "newsgroup", "doc_id", "subject", "text")
+    )
 
 
 # (path, removed parts, drop From:) -> {record index: cleaned text}; filled lazily, only for posts asked for
@@ -178,8 +184,11 @@ def load_newsgroups(
 
 @functools.lru_cache(maxsize=2)
 def _read_tsv(path: str) -> tuple[dict, ...]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return tuple(csv.DictReader(fh, delimiter="\t"))
+    return tuple(
+        read_csv_rows(
+            path, delimiter="\t", required=("user", "dialog_act", "text", "session", "post_index", "tokens")
+        )
+    )
 
 
 def load_nps_chat(
@@ -246,8 +255,7 @@ def load_nps_chat(
 
 @functools.lru_cache(maxsize=2)
 def _read_jsonl(path: str) -> tuple[dict, ...]:
-    with open(path, encoding="utf-8") as fh:
-        return tuple(json.loads(line) for line in fh if line.strip())
+    return read_jsonl(path, required=("id", "label", "category", "text", "title"))
 
 
 def load_bbc_news(deduplicate: bool = False, data_dir: str | os.PathLike | None = None) -> Dataset:

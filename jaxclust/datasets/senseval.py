@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import csv
 import functools
-import json
 import os
 
 import numpy as np
 
-from jaxclust.datasets.base import Dataset, check_choice, dataset_folder, encode_labels
+from jaxclust.datasets.base import (
+    Dataset,
+    check_choice,
+    dataset_folder,
+    encode_labels,
+    read_csv_rows,
+    read_jsonl,
+)
 
 __all__ = ["load_senseval2", "SENSEVAL2_WORDS"]
 
@@ -20,10 +25,15 @@ SENSEVAL2_WORDS = {"hard": "hard-a", "interest": "interest-n", "line": "line-n",
 
 @functools.lru_cache(maxsize=2)
 def _read(folder: str) -> tuple[tuple[dict, ...], tuple[dict, ...]]:
-    with open(os.path.join(folder, "instances.jsonl"), encoding="utf-8") as fh:
-        instances = tuple(json.loads(line) for line in fh if line.strip())
-    with open(os.path.join(folder, "senses.tsv"), newline="", encoding="utf-8") as fh:
-        senses = tuple(csv.DictReader(fh, delimiter="\t"))
+    instances = read_jsonl(
+        os.path.join(folder, "instances.jsonl"),
+        required=("lexelt", "sense", "text", "id", "tokens", "pos", "head_index"),
+    )
+    senses = tuple(
+        read_csv_rows(
+            os.path.join(folder, "senses.tsv"), delimiter="\t", required=("lexelt", "sense", "gloss")
+        )
+    )
     return instances, senses
 
 

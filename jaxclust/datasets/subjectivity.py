@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import functools
 import os
 
 import numpy as np
 
-from jaxclust.datasets.base import Dataset, dataset_folder
+from jaxclust.datasets.base import Dataset, dataset_folder, read_csv_rows
 
 __all__ = ["load_subjectivity"]
 
@@ -18,8 +17,7 @@ _FILES = ("sentences.tsv",)
 
 @functools.lru_cache(maxsize=2)
 def _read(path: str) -> tuple[dict, ...]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return tuple(csv.DictReader(fh, delimiter="\t"))
+    return tuple(read_csv_rows(path, delimiter="\t", required=("id", "label", "text")))
 
 
 def load_subjectivity(data_dir: str | os.PathLike | None = None) -> Dataset:

@@ -7,13 +7,20 @@
 
 from __future__ import annotations
 
-import csv
 import functools
 import os
 
 import numpy as np
 
-from jaxclust.datasets.base import Dataset, check_choice, dataset_folder, encode_labels
+from jaxclust.datasets.base import (
+    Dataset,
+    check_choice,
+    dataset_folder,
+    encode_labels,
+    file_errors,
+    read_csv_rows,
+)
+from jaxclust.errors import InvalidInputError
 
 __all__ = ["load_verbs_general", "load_verbs_biomed"]
 
@@ -45,15 +52,16 @@ _BIOMED_LEVEL_ALIASES = {
 @functools.lru_cache(maxsize=16)
 def _read_wide_csv(path: str, prefix: str) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]], np.ndarray]:
     """Parse a wide CSV: (feature names minus ``prefix``, other columns by name, read-only matrix)."""
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
-        header = next(reader)
-        rows = list(reader)
+    table = read_csv_rows(path, header=False)
+    if not table:
+        raise InvalidInputError(f"{path}: empty file (expected a header row)")
+    header, rows = table[0], table[1:]
     feat_cols = [i for i, h in enumerate(header) if h.startswith(prefix)]
     meta_cols = [i for i, h in enumerate(header) if not h.startswith(prefix)]
-    X = np.array([[float(r[i]) for i in feat_cols] for r in rows], dtype=np.float64).reshape(
-        len(rows), len(feat_cols)
-    )
+    with file_errors(path):
+        X = np.array([[float(r[i]) for i in feat_cols] for r in rows], dtype=np.float64).reshape(
+            len(rows), len(feat_cols)
+        )
     X.flags.writeable = False
     meta = {header[i]: tuple(r[i] for r in rows) for i in meta_cols}
     return tuple(header[i][len(prefix) :] for i in feat_cols), meta, X

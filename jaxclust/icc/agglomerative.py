@@ -446,6 +446,10 @@ def klein_active_queries(
 class ConstrainedAgglomerative(ClusterMixin, BaseEstimator):
     """Constrained complete-link clustering (Klein, Kamvar & Manning 2002).
 
+    Fit with ``fit(X, constraints)`` (positional or by name, no ``y``: the convention of every constrained
+    jaxclust estimator); ``constraints`` is a Constraints, a dict with ``must_link``/``cannot_link``, a pair
+    ``(must_link, cannot_link)`` or None, and an array there raises ``ConstraintError``.
+
     Parameters
     ----------
     n_clusters : int
@@ -464,14 +468,17 @@ class ConstrainedAgglomerative(ClusterMixin, BaseEstimator):
         self.n_clusters = n_clusters
         self.metric = metric
 
-    def fit(self, X, y=None, constraints=None):
-        """Cluster ``X`` (or a distance matrix) under a ``jaxclust.Constraints`` set (or None).
+    def fit(self, X, constraints=None):
+        """Cluster ``X`` (or a distance matrix) under ``constraints``.
 
-        ``fit(X, constraints)`` works positionally too: a Constraints object given as ``y`` is taken as the
-        constraints (``y`` is otherwise ignored, as in scikit-learn's clusterers).
+        Parameters
+        ----------
+        X : (n, d) array-like, or (n, n) distances with ``metric="precomputed"``.
+        constraints : Constraints, dict, (must_link, cannot_link) or None
+            Also positional, ``fit(X, constraints)``: the convention of every constrained jaxclust estimator
+            (there is no ``y``; an array here raises ``ConstraintError``).
         """
-        if constraints is None and hasattr(y, "must_link"):
-            constraints, y = y, None
+        from jaxclust.constraints import as_constraints
         from jaxclust.validation import check_array
 
         X = check_array(X, name="X", min_rows=2)
@@ -489,12 +496,11 @@ class ConstrainedAgglomerative(ClusterMixin, BaseEstimator):
         else:
             raise InvalidInputError(f"metric: expected 'euclidean' or 'precomputed', got {self.metric!r}")
         k = self.n_clusters
-        if not (isinstance(k, (int, np.integer)) and 1 <= k <= n):
+        if isinstance(k, bool) or not (isinstance(k, (int, np.integer)) and 1 <= k <= n):
             raise InvalidInputError(f"n_clusters: expected an int in [1, {n}], got {k!r}")
         groups, cl = (), np.zeros((0, 2), np.int64)
+        constraints = as_constraints(constraints, n, where="ConstrainedAgglomerative.fit")
         if constraints is not None:
-            if constraints.n != n:
-                raise InvalidInputError(f"constraints: built for n={constraints.n} items, X has {n} rows")
             groups = [g for g in constraints.groups if len(g) > 1]
             cl = np.asarray(constraints.cannot_link, np.int64).reshape(-1, 2)
         labels, Z, _, violated = constrained_complete_link(D, int(k), groups, cl)
@@ -505,9 +511,9 @@ class ConstrainedAgglomerative(ClusterMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         return self
 
-    def fit_predict(self, X, y=None, constraints=None):
-        """``fit`` then return ``labels_``."""
-        return self.fit(X, y, constraints).labels_
+    def fit_predict(self, X, constraints=None):
+        """``fit(X, constraints)`` then return ``labels_``."""
+        return self.fit(X, constraints).labels_
 
     def _check_fitted(self):
         if not hasattr(self, "labels_"):

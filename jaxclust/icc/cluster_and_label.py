@@ -49,6 +49,13 @@ def train_on_generated(
     """Fit a classifier on (generated) labels with optional per-instance weights. One-class data gives a
     constant predictor (a fitted ``DummyClassifier``)."""
     labels = np.asarray(labels)
+    n = len(X) if hasattr(X, "__len__") else np.shape(X)[0]
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise InvalidInputError(f"labels: expected {n} labels (one per row of X), got shape {labels.shape}")
+    if sample_weight is not None and np.shape(sample_weight) != (n,):
+        raise InvalidInputError(
+            f"sample_weight: expected {n} weights (one per row of X), got shape {np.shape(sample_weight)}"
+        )
     if np.unique(labels).size < 2:
         from sklearn.dummy import DummyClassifier
 
@@ -61,9 +68,15 @@ def _acc(clf, X, y) -> float:
 
 
 def _check_budgets(budgets, n):
-    b = [int(v) for v in budgets]
+    msg = f"budgets: expected increasing label counts in [1, {n}], got {budgets!r}"
+    if isinstance(budgets, str | bytes) or not hasattr(budgets, "__iter__"):
+        raise InvalidInputError(msg)
+    b = list(budgets)
+    if any(isinstance(v, bool) or not isinstance(v, int | np.integer) for v in b):
+        raise InvalidInputError(msg)
+    b = [int(v) for v in b]
     if not b or any(v < 1 or v > n for v in b) or b != sorted(b):
-        raise InvalidInputError(f"budgets: expected increasing label counts in [1, {n}], got {budgets!r}")
+        raise InvalidInputError(msg)
     return b
 
 
@@ -133,6 +146,11 @@ def icc_curve(
 
 def labels_needed(fractions: Sequence[float], accuracies: Sequence[float], target: float) -> float | None:
     """Smallest fraction whose accuracy is ``>= target`` (None if never reached)."""
+    fractions, accuracies = list(fractions), list(accuracies)
+    if len(fractions) != len(accuracies):
+        raise InvalidInputError(
+            f"accuracies: expected {len(fractions)} values (one per fraction), got {len(accuracies)}"
+        )
     for f, a in zip(fractions, accuracies, strict=True):
         if a >= target:
             return float(f)

@@ -286,16 +286,36 @@ def _prior_matrix(prior, X: np.ndarray) -> np.ndarray:
 
 
 def _pairs_from_input(pairs, y, n: int):
-    """Turn (pairs, y) or a Constraints object into (m, 2) int indices and (m,) +-1 labels."""
-    if y is None and hasattr(pairs, "must_link") and hasattr(pairs, "cannot_link"):
-        ml = np.asarray(pairs.must_link, dtype=np.int64).reshape(-1, 2)
-        cl = np.asarray(pairs.cannot_link, dtype=np.int64).reshape(-1, 2)
+    """Turn (pairs, y) or constraints into (m, 2) int indices and (m,) +-1 labels.
+
+    Constraints are what :func:`jaxclust.constraints.as_constraints` accepts (a Constraints, a dict with
+    ``must_link``/``cannot_link``, a pair of pair lists), given as ``pairs`` with ``y`` omitted.
+    """
+    from jaxclust.constraints import as_constraints
+    from jaxclust.errors import ConstraintError
+    from jaxclust.validation import looks_like_constraints
+
+    if looks_like_constraints(y):
+        raise ConstraintError(
+            "y: ITML.fit got constraints as y; pass them as fit(X, constraints) (pairs and y are the other form)"
+        )
+    if looks_like_constraints(pairs):
+        if y is not None:
+            raise InvalidInputError(
+                f"y: ITML.fit got constraints as pairs and also y ({type(y).__name__}); with constraints, omit y"
+            )
+        c = as_constraints(pairs, n, where="ITML.fit")
+        ml = np.asarray(c.must_link, dtype=np.int64).reshape(-1, 2)
+        cl = np.asarray(c.cannot_link, dtype=np.int64).reshape(-1, 2)
         return np.vstack([ml, cl]), np.concatenate([np.ones(len(ml)), -np.ones(len(cl))]).astype(np.int64)
     if y is None:
         raise InvalidInputError(
             "y: required (+1 similar / -1 dissimilar) unless pairs is a Constraints object"
         )
-    P = np.asarray(pairs)
+    try:
+        P = np.asarray(pairs)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"pairs: expected an (m, 2) integer array of row indices ({exc})") from exc
     if P.ndim != 2 or P.shape[1] != 2 or (P.size and not np.issubdtype(P.dtype, np.integer)):
         raise InvalidInputError(
             f"pairs: expected an (m, 2) integer array of row indices, got shape {P.shape} and dtype {P.dtype}"
@@ -306,12 +326,17 @@ def _pairs_from_input(pairs, y, n: int):
     bad = (yy != 1) & (yy != -1)  # not np.isin: ~10x slower on small arrays
     if bad.any():
         raise InvalidInputError(
-            f"y: entry {int(np.flatnonzero(bad)[0])} is {yy[bad][0]!r}, expected +1 or -1"
+            f"y: entry {int(np.flatnonzero(bad)[0])} is {_py(yy[bad][0])!r}, expected +1 or -1"
         )
     if P.size and (P.min() < 0 or P.max() >= n):  # two reductions; the culprit is looked up only on error
         r = int(np.flatnonzero(((P < 0) | (P >= n)).any(axis=1))[0])
-        raise InvalidInputError(f"pairs: pair {r} = {tuple(P[r])} has an index outside [0, {n})")
+        raise InvalidInputError(f"pairs: pair {r} = {tuple(P[r].tolist())} has an index outside [0, {n})")
     return P.astype(np.int64, copy=False), yy.astype(np.int64, copy=False)
+
+
+def _py(v):
+    """A NumPy scalar as the Python value it holds (for messages); anything else as is."""
+    return v.item() if isinstance(v, np.generic) else v
 
 
 class ITML(BaseEstimator):
@@ -360,22 +385,25 @@ class ITML(BaseEstimator):
         Parameters
         ----------
         X : (n, d) array-like.
-        pairs : (m, 2) int array of row indices, or a ``jaxclust.Constraints`` (must-link = similar).
-        y : (m,) array of +1 (similar) / -1 (dissimilar); omitted with a Constraints object.
+        pairs : (m, 2) int array of row indices, or constraints (must-link = similar): a
+            ``jaxclust.Constraints``, a dict with ``must_link``/``cannot_link`` or a pair (must_link,
+            cannot_link), as every constrained jaxclust estimator takes them.
+        y : (m,) array of +1 (similar) / -1 (dissimilar); omitted with constraints.
 
         Similar pairs are projected before dissimilar ones in each sweep (stable order otherwise), as
         metric-learn does.
         """
-        from jaxclust.validation import check_array
+        from jaxclust.validation import check_array, check_float
 
         X = check_array(X, name="X", min_rows=2)
-        if self.padding not in ("fine", "pow2"):
+        if not (isinstance(self.padding, str) and self.padding in ("fine", "pow2")):
             raise InvalidInputError(f"padding: expected 'fine' or 'pow2', got {self.padding!r}")
-        if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
+        if isinstance(self.max_iter, bool) or not (
+            isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1
+        ):
             raise InvalidInputError(f"max_iter: expected a positive int, got {self.max_iter!r}")
-        gamma = float(self.gamma)
-        if not gamma > 0:
-            raise InvalidInputError(f"gamma: expected > 0, got {self.gamma!r}")
+        gamma = check_float(self.gamma, "gamma", minimum=0.0, strict=True, allow_inf=True)
+        tol = check_float(self.tol, "tol", minimum=0.0)
         P, yy = _pairs_from_input(pairs, y, X.shape[0])
         identity = isinstance(self.prior, str) and self.prior == "identity"
         A0 = None if identity else _prior_matrix(self.prior, X)  # None: the device builds the identity
@@ -400,7 +428,7 @@ class ITML(BaseEstimator):
         yp = np.zeros(mp)
         yp[:m] = yy[order]
         Xp = X[idx.reshape(-1)]
-        params = np.array([gamma, self.tol, upper, lower], dtype=np.float64)
+        params = np.array([gamma, tol, upper, lower], dtype=np.float64)
         with jax.enable_x64(True):
             out = np.asarray(_fit_packed(A0, Xp, yp, params, max_iter=int(self.max_iter)))
         A = out[: d * d].reshape(d, d)
@@ -419,6 +447,17 @@ class ITML(BaseEstimator):
         if not hasattr(self, "mahalanobis_"):
             raise NotFittedError("ITML: call fit before using the learned metric")
 
+    def _check_X_fitted(self, X, method: str) -> np.ndarray:
+        from jaxclust.validation import check_array
+
+        self._check_fitted()
+        X = check_array(X, name="X", min_rows=1)
+        if X.shape[1] != self.n_features_in_:
+            raise InvalidInputError(
+                f"X: has {X.shape[1]} features, ITML was fitted with {self.n_features_in_} ({method})"
+            )
+        return X
+
     def get_mahalanobis_matrix(self) -> np.ndarray:
         """(d, d) learned Mahalanobis matrix ``A``."""
         self._check_fitted()
@@ -426,22 +465,12 @@ class ITML(BaseEstimator):
 
     def transform(self, X) -> np.ndarray:
         """(n, d) ``X L^T``: Euclidean distances of the output are Mahalanobis distances under ``A``."""
-        from jaxclust.validation import check_array
-
-        self._check_fitted()
-        X = check_array(X, name="X", min_rows=1)
-        if X.shape[1] != self.n_features_in_:
-            raise InvalidInputError(
-                f"X: has {X.shape[1]} features, ITML was fitted with {self.n_features_in_}"
-            )
+        X = self._check_X_fitted(X, "transform")
         return X @ self.components_.T
 
     def pairwise_distances(self, X) -> np.ndarray:
         """(n, n) learned distances ``sqrt((x_i - x_j)^T A (x_i - x_j))`` (float64)."""
-        from jaxclust.validation import check_array
-
-        self._check_fitted()
-        X = check_array(X, name="X", min_rows=1)
+        X = self._check_X_fitted(X, "pairwise_distances")
         with jax.enable_x64(True):
             D2 = np.asarray(pairwise_sq_mahalanobis(jnp.asarray(X), jnp.asarray(self.mahalanobis_)))
         return np.sqrt(D2)

@@ -67,9 +67,19 @@ def propagate_labels(
     """(n,) label codes: own label if labelled, else the cluster's majority label (ties -> smallest code);
     members of clusters without any labelled instance take the label of their nearest labelled instance under
     ``D``."""
+    from jaxclust.validation import check_labels
+
+    clusters = check_labels(clusters, name="clusters", min_length=1)
     n = clusters.shape[0]
-    idx = np.asarray(labeled_idx, np.int64)
-    codes = np.asarray(label_codes, np.int64)
+    idx = check_labels(labeled_idx, name="labeled_idx", min_length=1)
+    codes = check_labels(label_codes, n=idx.shape[0], name="label_codes")
+    if idx.min() < 0 or idx.max() >= n:
+        bad = int(idx[(idx < 0) | (idx >= n)][0])
+        raise InvalidInputError(f"labeled_idx: index {bad} is out of range for {n} items (valid: 0..{n - 1})")
+    if codes.min() < 0:
+        raise InvalidInputError(f"label_codes: codes must be >= 0, got {int(codes.min())}")
+    if np.shape(D) != (n, n):
+        raise InvalidInputError(f"D: expected an ({n}, {n}) distance matrix, got shape {np.shape(D)}")
     q = int(codes.max()) + 1
     _, cl = np.unique(clusters, return_inverse=True)
     H = np.zeros((cl.max() + 1, q), np.int64)
@@ -216,16 +226,30 @@ class ICC(BaseEstimator):
         X : (n, d) array-like or scipy sparse matrix.
         oracle : (n,) array of gold labels (used as a simulated annotator) or a callable ``f(indices) ->
         labels``.
+        y : ignored (scikit-learn's convention); ICC asks for labels through ``oracle`` and takes no
+            constraints (constraints given here raise ``ConstraintError`` rather than being dropped).
         """
-        from jaxclust.validation import seed_from
+        from jaxclust.validation import check_int, reject_constraints_as_y, seed_from
 
-        if self.strategy not in _STRATEGIES:
+        reject_constraints_as_y(y, "ICC.fit", "ICC builds its constraints from the labels the oracle gives")
+        reject_constraints_as_y(
+            oracle, "ICC.fit", "ICC's oracle is gold labels or f(indices) -> labels", name="oracle"
+        )
+        if not (isinstance(self.strategy, str) and self.strategy in _STRATEGIES):
             raise InvalidInputError(f"strategy: expected one of {_STRATEGIES}, got {self.strategy!r}")
         k = self.n_clusters
-        if not (isinstance(k, (int, np.integer)) and k >= 2):
+        if isinstance(k, bool) or not (isinstance(k, (int, np.integer)) and k >= 2):
             raise InvalidInputError(f"n_clusters: expected an int >= 2, got {k!r}")
-        if not (isinstance(self.batch_size, (int, np.integer)) and self.batch_size >= 1):
+        if isinstance(self.batch_size, bool) or not (
+            isinstance(self.batch_size, (int, np.integer)) and self.batch_size >= 1
+        ):
             raise InvalidInputError(f"batch_size: expected a positive int, got {self.batch_size!r}")
+        check_int(self.max_iter, "max_iter", minimum=1)
+        check_int(self.max_constraints, "max_constraints", minimum=1)
+        if self.n_components is not None:
+            check_int(self.n_components, "n_components", minimum=1)
+        for c in self.checkpoints or ():
+            check_int(c, "checkpoints", minimum=1)
         seed = seed_from(self.random_state)
         rng = np.random.default_rng(seed)
         X = _reduce(X, self.n_components, seed)
@@ -246,6 +270,10 @@ class ICC(BaseEstimator):
 
         def query(indices):
             labs = ask(np.asarray(indices, np.int64))
+            if len(labs) != len(indices):
+                raise InvalidInputError(
+                    f"oracle: returned {len(labs)} labels for {len(indices)} indices {list(map(int, indices))}"
+                )
             out = []
             for v in labs:
                 if v not in code_of:

@@ -87,12 +87,29 @@ def silh_const_scores(D, clusters, labeled_idx, labels, return_parts: bool = Fal
     labels : (L,) their labels (any hashable values).
     return_parts : also return the ``x`` and ``y`` terms.
     """
-    D = np.asarray(D, dtype=np.float64)
+    from jaxclust.errors import InvalidInputError
+    from jaxclust.validation import check_array, check_labels
+
+    D = check_array(D, name="D", min_rows=1)
     n = D.shape[0]
-    _, cl = np.unique(np.asarray(clusters), return_inverse=True)
+    if D.shape != (n, n):
+        raise InvalidInputError(f"D: expected a square (n, n) distance matrix, got shape {D.shape}")
+    clusters = np.asarray(clusters)
+    if clusters.shape != (n,):
+        raise InvalidInputError(
+            f"clusters: expected {n} cluster ids (one per row of D), got shape {clusters.shape}"
+        )
+    _, cl = np.unique(clusters, return_inverse=True)
     labeled = np.zeros(n, bool)
     codes = np.zeros(n, np.int32)
-    idx = np.asarray(labeled_idx, dtype=np.int64)
+    idx = check_labels(labeled_idx, name="labeled_idx")
+    if np.shape(labels) != idx.shape:
+        raise InvalidInputError(
+            f"labels: expected {idx.shape[0]} labels (one per labelled index), got shape {np.shape(labels)}"
+        )
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        bad = int(idx[(idx < 0) | (idx >= n)][0])
+        raise InvalidInputError(f"labeled_idx: index {bad} is out of range for {n} items (valid: 0..{n - 1})")
     if idx.size:
         _, lc = np.unique(np.asarray(labels), return_inverse=True)
         labeled[idx] = True

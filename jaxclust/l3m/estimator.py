@@ -9,15 +9,24 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from jaxclust.errors import InvalidInputError, NotFittedError
+from jaxclust.constraints import as_constraints
+from jaxclust.errors import ConstraintError, InvalidInputError, NotFittedError
 from jaxclust.l3m.constraints import codes_from_constraints
 from jaxclust.l3m.document import Document, pad_batch
 from jaxclust.l3m.infer import predict_batch
 from jaxclust.l3m.model import make_scorer
 from jaxclust.l3m.train import fit_scorer
-from jaxclust.validation import prng_key
+from jaxclust.validation import looks_like_constraints, prng_key
 
 __all__ = ["L3M"]
+
+
+def _as_list(value, name: str) -> list:
+    if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+        raise InvalidInputError(
+            f"{name}: expected a list (one entry per document), got {type(value).__name__}"
+        )
+    return list(value)
 
 
 def _to_numpy(tree):
@@ -135,6 +144,10 @@ class L3M(BaseEstimator):
             raise InvalidInputError(
                 f"max_antecedents must be None or a positive integer, got {self.max_antecedents!r}"
             )
+        if self.scorer == "mlp" and (
+            isinstance(self.hidden, bool) or not isinstance(self.hidden, (int, np.integer)) or self.hidden < 1
+        ):
+            raise InvalidInputError(f"hidden must be a positive integer, got {self.hidden!r}")
         if self.decoding not in ("greedy", "best_link"):
             raise InvalidInputError(f"decoding must be 'greedy' or 'best_link', got {self.decoding!r}")
         if self.mode not in ("batch", "item"):
@@ -162,6 +175,9 @@ class L3M(BaseEstimator):
         if need_gold and doc.clusters is None:
             raise InvalidInputError(f"document {k} ({doc.doc_id!r}) has no gold clusters")
         if constraints is not None:
+            constraints = as_constraints(
+                constraints, doc.n_items, where=f"L3M, document {k}", subject="the document has {n} items"
+            )
             doc = Document(
                 doc.features,
                 doc.clusters,
@@ -173,12 +189,22 @@ class L3M(BaseEstimator):
     def _prepare(self, documents, clusters, constraints, need_gold):
         if isinstance(documents, (Document, np.ndarray)):
             raise InvalidInputError("documents must be a list of documents (wrap a single one in a list)")
-        documents = list(documents)
+        if looks_like_constraints(clusters):
+            raise ConstraintError(
+                "clusters: got constraints where L3M takes gold cluster labels; pass constraints=[...] (one "
+                "Constraints or None per document)"
+            )
+        if looks_like_constraints(constraints):
+            raise ConstraintError(
+                f"constraints: expected a list with one Constraints (or None) per document, got one "
+                f"{type(constraints).__name__}; wrap it: constraints=[c]"
+            )
+        documents = _as_list(documents, "documents")
         if not documents:
             raise InvalidInputError("documents is empty")
         n = len(documents)
-        clusters = [None] * n if clusters is None else list(clusters)
-        constraints = [None] * n if constraints is None else list(constraints)
+        clusters = [None] * n if clusters is None else _as_list(clusters, "clusters")
+        constraints = [None] * n if constraints is None else _as_list(constraints, "constraints")
         if len(clusters) != n or len(constraints) != n:
             raise InvalidInputError(
                 f"got {n} documents but {len(clusters)} cluster lists and {len(constraints)} constraint sets"

@@ -27,6 +27,7 @@ Examples
 from __future__ import annotations
 
 import bisect
+import io
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -248,14 +249,57 @@ def parse_conll(text: str) -> list[ConllDocument]:
 
 
 def read_conll(source: str | os.PathLike | IO[str]) -> list[ConllDocument]:
-    """Read every document of a CoNLL-2011/2012 file (path or open text file)."""
+    """Read every document of a CoNLL-2011/2012 file (path or open text file, UTF-8).
+
+    A missing file, a folder, or bytes that are not UTF-8 raise ``InvalidInputError`` naming the file (and the
+    line, for bad bytes).
+    """
     if hasattr(source, "read"):
-        return _parse_lines(source, getattr(source, "name", "<file>"))
-    path = os.fspath(source)
+        name = str(getattr(source, "name", "<file>"))
+        return _parse_lines(_checked_lines(source, name), name)
+    try:
+        path = os.fspath(source)
+    except TypeError as exc:
+        raise InvalidInputError(
+            f"source: expected a path or an open text file, got {type(source).__name__}"
+        ) from exc
     if not os.path.exists(path):
         raise InvalidInputError(f"source: no such file {path!r}")
-    with open(path, encoding="utf-8") as fh:
-        return _parse_lines(fh, path)
+    if os.path.isdir(path):
+        raise InvalidInputError(f"source: {path!r} is a folder, not a CoNLL file")
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InvalidInputError(
+            f"{path}:{line}: not valid UTF-8 ({exc.reason} at byte {exc.start}); CoNLL files are read as UTF-8"
+        ) from None
+    return _parse_lines(io.StringIO(text, newline=None), path)  # universal newlines, as open() in text mode
+
+
+def _checked_lines(fh: Iterable, name: str) -> Iterable[str]:
+    """The lines of an open file as text; bytes are decoded as UTF-8, and bad bytes raise InvalidInputError
+    naming the file and line."""
+    lineno = 0
+    it = iter(fh)
+    while True:
+        try:
+            line = next(it)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(
+                f"{name}: not valid UTF-8 at or after line {lineno + 1} ({exc.reason}); is the file UTF-8?"
+            ) from None
+        lineno += 1
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInputError(f"{name}:{lineno}: not valid UTF-8 ({exc.reason})") from None
+        yield line
 
 
 def _check_nesting(spans: list[Span], entity: str, doc: str) -> None:

@@ -84,6 +84,8 @@ def contingency(
         Counts of items with class c and cluster k (both in range), in the default float dtype.
     """
     n_clusters = n_classes if n_clusters is None else n_clusters
+    _check_capacity(n_classes, "n_classes")
+    _check_capacity(n_clusters, "n_clusters")
     y = jnp.asarray(labels_true)
     z = jnp.asarray(labels_pred)
     valid = (y >= 0) & (y < n_classes) & (z >= 0) & (z < n_clusters)
@@ -91,6 +93,13 @@ def contingency(
     cell = jnp.where(valid, y * n_clusters + z, n_classes * n_clusters)
     counts = jnp.zeros(n_classes * n_clusters, jnp.int32).at[cell].add(1, mode="drop")
     return counts.reshape(n_classes, n_clusters).astype(_float_dtype())
+
+
+def _check_capacity(value, name: str) -> None:
+    """Static label capacities are checked when traced (they are Python values then): a positive int."""
+    from jaxclust.validation import check_int
+
+    check_int(value, name, minimum=1)
 
 
 def _safe(x: jax.Array, ok: jax.Array, fill: float = 1.0) -> jax.Array:

@@ -11,7 +11,7 @@ from scipy.spatial.distance import pdist, squareform
 from sklearn.metrics import adjusted_rand_score
 
 from jaxclust.constraints import Constraints
-from jaxclust.errors import InvalidInputError
+from jaxclust.errors import ConstraintError, InvalidInputError
 from jaxclust.icc.agglomerative import (
     ConstrainedAgglomerative,
     constrained_complete_link,
@@ -116,7 +116,7 @@ def test_bad_input():
         ConstrainedAgglomerative(2, metric="precomputed").fit(np.ones((3, 2)))
     with pytest.raises(InvalidInputError, match="n_clusters"):
         ConstrainedAgglomerative(0).fit(_points(5))
-    with pytest.raises(InvalidInputError, match="constraints"):
+    with pytest.raises(ConstraintError, match="constraints: built for 6 items"):
         ConstrainedAgglomerative(2).fit(_points(5), Constraints(6))
 
 

@@ -133,7 +133,7 @@ def test_bad_input_names_the_culprit(blobs):
         KMeans(K).fit(Xbad)
     with pytest.raises(InvalidInputError, match="n_clusters"):
         KMeans(200).fit(X)
-    with pytest.raises(InvalidInputError, match="init array"):
+    with pytest.raises(InvalidInputError, match=r"init: array has shape \(6, 3\)"):
         KMeans(K, init=np.zeros((K + 1, D))).fit(X)
 
 
