@@ -11,6 +11,10 @@ __all__ = [
     "DatasetNotFoundError",
     "InfeasibleConstraintsError",
     "NotFittedError",
+    "StoreError",
+    "StoreLockedError",
+    "JaxclustWarning",
+    "StoreRecoveryWarning",
 ]
 
 
@@ -57,3 +61,36 @@ class DatasetNotFoundError(JaxclustError, FileNotFoundError):
 
 class NotFittedError(JaxclustError, AttributeError):
     """An estimator method needs ``fit`` first."""
+
+
+class StoreError(JaxclustError, OSError):
+    """An answer store (or an output file) that cannot be opened or written: a folder, a file that is not a
+    jaxclust store, no write permission, a full disk. The message names the path and says what to do.
+    """
+
+
+class StoreLockedError(StoreError):
+    """Another process has the answer store open.
+
+    Attributes
+    ----------
+    path : str
+        The store.
+    holder : dict
+        What the other process wrote into the lock file (``pid``, ``host``, ``since``), if it could be read.
+    """
+
+    def __init__(self, message: str, path: str = "", holder: dict | None = None):
+        super().__init__(message)
+        self.path = path
+        self.holder = dict(holder or {})
+
+
+class JaxclustWarning(UserWarning):
+    """Base class of every jaxclust warning."""
+
+
+class StoreRecoveryWarning(JaxclustWarning):
+    """Opening an answer store found damaged records: they were set aside in ``<store>.corrupt``, every intact
+    record was kept.
+    """
