@@ -5,9 +5,9 @@ items (the first non-numeric column unless ``name_column`` is given) and another
 each question::
 
     word,context,f1,f2,f3
-    bank,"I deposited cash at the bank",0.12,3.4,-1.0
-    river,"we walked along the river",1.50,0.2,0.7
-    ...
+    bank,"I deposited the cheque at the bank",0.12,3.40,-1.00
+    shore,"we walked along the shore",1.50,0.20,0.70
+    lender,"the lender raised the rate",0.10,3.10,-0.90
 
 Every answer is made durable in the store before the next question, so the session can be stopped at any time
 (``q``, Ctrl-D, Ctrl-C, or even a kill) and resumed by running the same command again; with the same data and

@@ -247,3 +247,15 @@ def test_the_dpmm_is_confident_on_three_separated_blobs(workdir):
     model = DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3, random_state=0)  # annotate's default
     summary, text = _session("blobs.csv", "b.jsonl", n_queries=20, model=model, stop_entropy=0.2)
     assert summary["stop_reason"] == "confident" and summary["n_new"] <= 6 and summary["n_clusters"] == 3
+
+
+def test_the_readme_csv_example_is_what_annotate_reads(tmp_path):
+    from jaxclust.annotate import read_items_csv
+
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("## Annotating your own data", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "words.csv").write_text(block)
+    X, names, contexts, features = read_items_csv(tmp_path / "words.csv", context_column="context")
+    assert names == ["bank", "shore", "lender"] and features == ["f1", "f2", "f3"]
+    assert contexts[1] == "we walked along the shore"
+    np.testing.assert_allclose(X[2], [0.10, 3.10, -0.90])
