@@ -39,8 +39,10 @@ def one_line_warnings() -> Iterator[None]:
     def show(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001
         typer.echo(f"warning: {' '.join(str(message).split())}", err=True)
 
+    from jaxclust.errors import JaxclustWarning
+
     with warnings.catch_warnings():
-        warnings.simplefilter("default")
+        warnings.simplefilter("always", JaxclustWarning)  # ours always reach the person; others as configured
         warnings.showwarning = show
         yield
 

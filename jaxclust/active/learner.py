@@ -466,9 +466,9 @@ class ActiveLearner:
                     stacklevel=3,
                 )
             round_, pos = last["round"], last["pos"]
-            if self.strategy == "random":
-                for _ in range(round_ - 1):
-                    key, _sub = _split(key)
+        if self.strategy == "random":  # the key of round r is the r-th split, however the session was resumed
+            for _ in range(round_ - 1):
+                key, _sub = _split(key)
         if self.status is not None:
             self.status(f"Model ready ({time.perf_counter() - t0:.1f} s).")
 
