@@ -10,6 +10,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -259,3 +260,46 @@ def test_the_readme_csv_example_is_what_annotate_reads(tmp_path):
     assert names == ["bank", "shore", "lender"] and features == ["f1", "f2", "f3"]
     assert contexts[1] == "we walked along the shore"
     np.testing.assert_allclose(X[2], [0.10, 3.10, -0.90])
+
+
+CTRL_C_DRIVER = """
+import sys
+sys.path.insert(0, {here!r})
+import jaxclust.dpmm
+from _standin import StandInSampler
+jaxclust.dpmm.DPMM = lambda **kw: StandInSampler(random_state=kw["random_state"])  # no compilation
+from jaxclust.cli import app
+app(sys.argv[1:], prog_name="jaxclust")
+"""
+
+
+def test_ctrl_c_says_the_answers_are_saved_without_a_traceback(workdir):
+    import signal
+
+    driver = workdir / "driver.py"
+    driver.write_text(CTRL_C_DRIVER.format(here=str(HERE)))
+    proc = subprocess.Popen(
+        [sys.executable, str(driver), "annotate", "items.csv", "--store", "s.jsonl", "--n-queries", "10"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"},
+    )
+    questions = 0
+    for line in proc.stdout:
+        if line.startswith("Question"):
+            questions += 1
+            if questions == 3:  # two answers given, the third question on screen
+                break
+            proc.stdin.write("y\n")
+            proc.stdin.flush()
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert (
+        err
+        == "interrupted: every answer given so far is saved in s.jsonl; run the same command again to continue\n"
+    )
+    assert len(AnswerStore(workdir / "s.jsonl").records) == 2
