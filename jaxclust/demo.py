@@ -26,14 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "run_demo",
-    "run_curves",
-    "plot_curves",
-    "format_table",
-    "load_wine_standardised",
-    "check_demo_options",
-]
+__all__ = ["run_demo", "run_curves", "plot_curves", "format_table", "load_wine_standardised"]
 
 CURVE_METRICS = ("v_beta", "v_measure", "homogeneity", "completeness", "vi", "link_accuracy")
 

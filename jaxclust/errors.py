@@ -7,14 +7,14 @@ __all__ = [
     "InvalidInputError",
     "InvalidInputTypeError",
     "ConstraintError",
-    "ConstraintConflictError",
-    "DatasetNotFoundError",
-    "InfeasibleConstraintsError",
-    "NotFittedError",
     "StoreError",
     "StoreLockedError",
     "JaxclustWarning",
     "StoreRecoveryWarning",
+    "ConstraintConflictError",
+    "DatasetNotFoundError",
+    "InfeasibleConstraintsError",
+    "NotFittedError",
 ]
 
 
@@ -51,18 +51,6 @@ class ConstraintConflictError(ConstraintError):
         self.chain = list(chain) if chain is not None else []
 
 
-class InfeasibleConstraintsError(JaxclustError, ValueError):
-    """A constrained algorithm finds no feasible assignment (e.g. COP-KMeans: an item with no allowed cluster)."""
-
-
-class DatasetNotFoundError(JaxclustError, FileNotFoundError):
-    """A dataset's folder or files are missing from the data directory; the message says what is expected."""
-
-
-class NotFittedError(JaxclustError, AttributeError):
-    """An estimator method needs ``fit`` first."""
-
-
 class StoreError(JaxclustError, OSError):
     """An answer store (or an output file) that cannot be opened or written: a folder, a file that is not a
     jaxclust store, no write permission, a full disk. The message names the path and says what to do.
@@ -94,3 +82,15 @@ class StoreRecoveryWarning(JaxclustWarning):
     """Opening an answer store found damaged records: they were set aside in ``<store>.corrupt``, every intact
     record was kept.
     """
+
+
+class InfeasibleConstraintsError(JaxclustError, ValueError):
+    """A constrained algorithm finds no feasible assignment (e.g. COP-KMeans: an item with no allowed cluster)."""
+
+
+class DatasetNotFoundError(JaxclustError, FileNotFoundError):
+    """A dataset's folder or files are missing from the data directory; the message says what is expected."""
+
+
+class NotFittedError(JaxclustError, AttributeError):
+    """An estimator method needs ``fit`` first."""
