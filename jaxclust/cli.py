@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from jaxclust._cli import OneLineErrors
+
 app = typer.Typer(
+    cls=OneLineErrors,  # a bad option or file: one line on stderr, exit code 2
     name="jaxclust",
     help="Clustering with a little supervision: constrained/active DPMM, L3M, k-means/EM, ICC.",
     no_args_is_help=True,

@@ -18,6 +18,7 @@ Results layout (shared with ``experiments/active_dpmm.py`` so other methods can 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -179,6 +180,44 @@ def queries_to_reach(runs: list[dict], target: float, metric: str = "v_beta") ->
     return float(grid[hit[0]]) if len(hit) else None
 
 
+def check_demo_options(
+    out_dir: str | Path, n_queries: Any = None, random_state: Any = 0, spelled: dict[str, str] | None = None
+) -> None:
+    """Check the demo's options before anything is created: ``InvalidInputError`` names the culprit
+    (``spelled`` maps parameter names to the names messages use, e.g. ``{"out_dir": "--out"}``).
+    """
+    from jaxclust.errors import InvalidInputError
+    from jaxclust.validation import seed_from
+
+    name = (spelled or {}).get
+    if n_queries is not None and (
+        isinstance(n_queries, bool) or not isinstance(n_queries, int | np.integer) or n_queries < 1
+    ):
+        raise InvalidInputError(
+            f"{name('n_queries', 'n_queries')}: expected a positive integer, got {n_queries!r}"
+        )
+    if random_state is not None and (
+        not isinstance(random_state, int | np.integer) or isinstance(random_state, bool) or random_state < 0
+    ):
+        seed_from(random_state)  # raises the named error for other types
+        raise InvalidInputError(
+            f"{name('random_state', 'random_state')}: expected a non-negative integer, got {random_state!r}"
+        )
+    out = Path(out_dir)
+    flag = name("out_dir", "out_dir")
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError(
+            f"{flag}: {out} is a file, not a folder; pass a folder for demo.json and demo.png"
+        )
+    existing = out
+    while not existing.exists():  # the nearest existing ancestor must be a writable folder
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InvalidInputError(f"{flag}: cannot create {out}: {existing} is a file")
+    if not os.access(existing, os.W_OK):
+        raise InvalidInputError(f"{flag}: cannot write into {existing} (permission denied)")
+
+
 def run_demo(
     quick: bool = False,
     out_dir: str | Path = "jaxclust_demo",
@@ -207,6 +246,7 @@ def run_demo(
     dict
         The results (``meta`` and ``runs``) as written to ``demo.json``.
     """
+    check_demo_options(out_dir, n_queries, random_state)  # before anything is created
     from jaxclust.dpmm import DPMM
 
     out = Path(out_dir)

@@ -16,6 +16,10 @@ __all__ = [
     "InvalidInputError",
     "InvalidInputTypeError",
     "ConstraintError",
+    "StoreError",
+    "StoreLockedError",
+    "JaxclustWarning",
+    "StoreRecoveryWarning",
     "ConstraintConflictError",
     "DatasetNotFoundError",
     "InfeasibleConstraintsError",
@@ -55,6 +59,39 @@ class ConstraintConflictError(ConstraintError):
         super().__init__(message)
         self.pair = pair
         self.chain = list(chain) if chain is not None else []
+
+
+class StoreError(JaxclustError, OSError):
+    """An answer store (or an output file) that cannot be opened or written: a folder, a file that is not a
+    jaxclust store, no write permission, a full disk. The message names the path and says what to do.
+    """
+
+
+class StoreLockedError(StoreError):
+    """Another process has the answer store open.
+
+    Attributes
+    ----------
+    path : str
+        The store.
+    holder : dict
+        What the other process wrote into the lock file (``pid``, ``host``, ``since``), if it could be read.
+    """
+
+    def __init__(self, message: str, path: str = "", holder: dict | None = None):
+        super().__init__(message)
+        self.path = path
+        self.holder = dict(holder or {})
+
+
+class JaxclustWarning(UserWarning):
+    """Base class of every jaxclust warning."""
+
+
+class StoreRecoveryWarning(JaxclustWarning):
+    """Opening an answer store found damaged records: they were set aside in ``<store>.corrupt``, every intact
+    record was kept.
+    """
 
 
 class InfeasibleConstraintsError(JaxclustError, ValueError):

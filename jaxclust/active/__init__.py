@@ -8,13 +8,32 @@ made durable in an append-only store, and the model is refitted under the new co
 >>> from jaxclust.active import ActiveLearner, GoldOracle          # doctest: +SKIP
 >>> learner = ActiveLearner(DPMM(), GoldOracle(y), strategy="batch", batch_size=5)   # doctest: +SKIP
 >>> history = learner.run(X, n_queries=50, eval_labels=y)           # doctest: +SKIP
+
+Names are imported lazily (PEP 562): ``from jaxclust.active.store import AnswerStore`` does not import JAX.
 """
 
-from jaxclust.active.entropy import agreeing_samples, coclustering, link_entropy, top_entropy_pairs
-from jaxclust.active.learner import ActiveLearner, score_samples
-from jaxclust.active.oracles import GoldOracle, InteractiveOracle, NoisyOracle, SessionStopped
-from jaxclust.active.selection import STRATEGIES, random_pairs, select_queries
-from jaxclust.active.store import AnswerStore
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# name -> module that defines it
+_LAZY: dict[str, str] = {
+    "ActiveLearner": "jaxclust.active.learner",
+    "score_samples": "jaxclust.active.learner",
+    "GoldOracle": "jaxclust.active.oracles",
+    "NoisyOracle": "jaxclust.active.oracles",
+    "InteractiveOracle": "jaxclust.active.oracles",
+    "SessionStopped": "jaxclust.active.oracles",
+    "AnswerStore": "jaxclust.active.store",
+    "coclustering": "jaxclust.active.entropy",
+    "link_entropy": "jaxclust.active.entropy",
+    "top_entropy_pairs": "jaxclust.active.entropy",
+    "agreeing_samples": "jaxclust.active.entropy",
+    "select_queries": "jaxclust.active.selection",
+    "random_pairs": "jaxclust.active.selection",
+    "STRATEGIES": "jaxclust.active.selection",
+}
 
 __all__ = [
     "ActiveLearner",
@@ -32,3 +51,15 @@ __all__ = [
     "score_samples",
     "STRATEGIES",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'jaxclust.active' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

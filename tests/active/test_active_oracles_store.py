@@ -13,7 +13,7 @@ from scipy import stats
 from jaxclust.active import AnswerStore, GoldOracle, InteractiveOracle, NoisyOracle, SessionStopped
 from jaxclust.active.selection import random_pairs, select_queries
 from jaxclust.constraints import Constraints
-from jaxclust.errors import InvalidInputError
+from jaxclust.errors import InvalidInputError, StoreRecoveryWarning
 
 LABELS = np.array([0, 0, 1, 2, 1, 0, 2, 2, 1, 3])
 
@@ -96,7 +96,8 @@ def test_jsonl_store_ignores_a_torn_last_line_and_appends_cleanly(tmp_path):
         store.append(0, 1, "must")
     with open(path, "ab") as fh:  # a crash in the middle of a write
         fh.write(b'{"answer": "cann')
-    store = AnswerStore(path, meta={"n": 5})
+    with pytest.warns(StoreRecoveryWarning, match="line 3 .cut short by a crash"):
+        store = AnswerStore(path, meta={"n": 5})
     assert [r["answer"] for r in store.records] == ["must"]
     store.append(2, 3, "cannot")
     lines = path.read_text().splitlines()

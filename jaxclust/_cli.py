@@ -1,0 +1,70 @@
+"""Command-line plumbing shared by :mod:`jaxclust.cli` and :mod:`jaxclust.cli_active`: one-line errors.
+
+Every bad option or file ends the command with exit code 2 and a single line on stderr (``error: ...``), never a
+traceback or a framed usage box: typer's parse errors go through :class:`OneLineErrors`, the commands turn a
+:class:`~jaxclust.errors.JaxclustError` into the same line with :func:`fail`.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import typer
+from typer.core import TyperGroup
+
+try:  # typer >= 0.20 vendors click
+    from typer._click import exceptions as _cx
+except ImportError:  # pragma: no cover - older typer on click
+    import click.exceptions as _cx
+
+__all__ = ["OneLineErrors", "fail", "one_line_warnings"]
+
+_NO_ARGS = getattr(_cx, "NoArgsIsHelpError", ())
+
+
+def fail(message: str, code: int = 2, prefix: str = "error") -> NoReturn:
+    """Print ``<prefix>: <message>`` (one line) on stderr and exit with ``code``."""
+    typer.echo(f"{prefix}: {' '.join(str(message).split())}", err=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """Show warnings raised inside as ``warning: <message>`` lines on stderr (no source line)."""
+
+    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001
+        typer.echo(f"warning: {' '.join(str(message).split())}", err=True)
+
+    from jaxclust.errors import JaxclustWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", JaxclustWarning)  # ours always reach the person; others as configured
+        warnings.showwarning = show
+        yield
+
+
+class OneLineErrors(TyperGroup):
+    """A typer group whose usage errors (unknown option, ``--n-queries abc``) print one line and exit 2."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+        except _NO_ARGS as exc:  # `jaxclust` alone: the help text, as before
+            exc.show()
+            sys.exit(exc.exit_code)
+        except _cx.ClickException as exc:
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            message = " ".join(exc.format_message().split())
+            typer.echo(f"error: {message}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            typer.echo("Aborted.", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
