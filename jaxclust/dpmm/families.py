@@ -130,7 +130,7 @@ class NormalGamma(eqx.Module):
         self.shape = np.asarray(shape, dtype=np.float64)
         self.rate = np.asarray(rate, dtype=np.float64)
 
-    centred = True  # the sampler may shift data and prior mean together
+    centred = True  # the sampler may shift and scale data and prior together (see ``transformed``)
 
     @classmethod
     def from_data(cls, X, kappa: float = 0.05, shape: float = 2.0, scale: float = 0.5) -> NormalGamma:
@@ -168,9 +168,11 @@ class NormalGamma(eqx.Module):
             raise InvalidInputError("prior.mean: must be finite")
         return NormalGamma(mean=np.array(mean), kappa=self.kappa, shape=self.shape, rate=np.array(rate))
 
-    def shifted(self, shift: np.ndarray) -> NormalGamma:
-        """The same prior for data translated by ``-shift`` (the model's law is unchanged)."""
-        return NormalGamma(np.asarray(self.mean) - shift, self.kappa, self.shape, self.rate)
+    def transformed(self, shift: np.ndarray, scale: np.ndarray) -> NormalGamma:
+        """The same model for data mapped to ``(x - shift) / scale`` (per dimension): the mean maps like the
+        data and the precision rate divides by ``scale**2``; kappa and shape are unchanged."""
+        scale = np.asarray(scale, np.float64)
+        return NormalGamma((np.asarray(self.mean) - shift) / scale, self.kappa, self.shape, self.rate / scale**2)
 
     def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> NGStats:
         onehot, size, mean, dev = _centred_group_moments(X, group_of, n_rows)
@@ -365,8 +367,12 @@ class NormalInverseWishart(eqx.Module):
             raise InvalidInputError(f"prior.kappa: must be positive, got {float(self.kappa)}")
         return NormalInverseWishart(np.array(mean), self.kappa, dof, s)
 
-    def shifted(self, shift: np.ndarray) -> NormalInverseWishart:
-        return NormalInverseWishart(np.asarray(self.mean) - shift, self.kappa, self.dof, self.scale)
+    def transformed(self, shift: np.ndarray, scale: np.ndarray) -> NormalInverseWishart:
+        """The same model for data mapped to ``S^-1 (x - shift)``, ``S = diag(scale)``: the scale matrix maps
+        to ``S^-1 Psi S^-1``; kappa and dof are unchanged."""
+        inv = 1.0 / np.asarray(scale, np.float64)
+        psi = np.asarray(self.scale) * inv[:, None] * inv[None, :]
+        return NormalInverseWishart((np.asarray(self.mean) - shift) * inv, self.kappa, self.dof, psi)
 
     def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> NIWStats:
         onehot, size, mean, dev = _centred_group_moments(X, group_of, n_rows)
@@ -552,7 +558,7 @@ class DirichletMultinomial(eqx.Module):
             raise InvalidInputError("prior.concentration: must be positive and finite")
         return DirichletMultinomial(np.array(c))
 
-    def shifted(self, shift) -> DirichletMultinomial:
+    def transformed(self, shift, scale) -> DirichletMultinomial:
         return self
 
     def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> DMStats:

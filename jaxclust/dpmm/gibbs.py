@@ -93,7 +93,12 @@ class GibbsState(NamedTuple):
 
 
 def prepare(
-    X: np.ndarray, constraints, family, dtype=jnp.float32, partner_capacity: int | None = None
+    X: np.ndarray,
+    constraints,
+    family,
+    dtype=jnp.float32,
+    partner_capacity: int | None = None,
+    log_jacobian: float = 0.0,
 ) -> GroupData:
     """Host-side packing of data and constraints (NumPy in, device arrays out).
 
@@ -108,6 +113,9 @@ def prepare(
         Width of the cannot-link partner table (default: the largest degree rounded up to a power of two, and at
         least ``MIN_PARTNER_CAPACITY``, so an unconstrained fit and the first active-learning rounds share one
         compiled sweep); a fixed width keeps the compiled sweep across rounds of added constraints.
+    log_jacobian : float
+        Added to the log joint, e.g. to report it in the user's units when ``X`` was rescaled
+        (:func:`jaxclust.dpmm.model.prepare_data`).
     """
     n = X.shape[0]
     if constraints is None:
@@ -123,6 +131,7 @@ def prepare(
         partners = constraints.cannot_partners(cap, n_rows=n)
     stats = family.group_stats(X, group_of, n)
     log_const = float(np.sum(stats.coef)) if hasattr(stats, "coef") else 0.0
+    log_const += float(log_jacobian)
     colour, n_colours = (np.zeros(n, np.int32), 1) if constraints is None else constraints.colouring(n)
     return GroupData(
         stats=jax.tree.map(lambda a: jnp.asarray(a, dtype), stats),

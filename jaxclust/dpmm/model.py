@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import warnings
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from jaxclust.constraints import Constraints
+from jaxclust.constraints import as_constraints
 from jaxclust.dpmm import chains, gibbs
-from jaxclust.dpmm.kernels import SAMPLERS, Kernel
 from jaxclust.dpmm.diagnostics import chain_diagnostics
 from jaxclust.dpmm.families import DirichletMultinomial, NormalGamma, NormalInverseWishart
-from jaxclust.errors import ConstraintError, InvalidInputError, NotFittedError
+from jaxclust.dpmm.kernels import SAMPLERS, Kernel
+from jaxclust.errors import InvalidInputError, JaxclustWarning, NotFittedError
 from jaxclust.validation import check_array, check_labels, check_positive, prng_key
 
-__all__ = ["DPMM", "sample", "as_constraints", "coclustering", "choose_sampler"]
+__all__ = [
+    "DPMM",
+    "sample",
+    "as_constraints",
+    "coclustering",
+    "choose_sampler",
+    "prepare_data",
+    "PreparedData",
+]
 
 _FAMILIES = (NormalGamma, NormalInverseWishart, DirichletMultinomial)
 
@@ -34,35 +42,6 @@ def choose_sampler(sampler: str, n_groups: int) -> str:
     if sampler == "auto":
         return "collapsed" if n_groups < AUTO_SUBCLUSTER_GROUPS else "subcluster"
     return sampler
-
-
-def as_constraints(constraints: Any, n: int) -> Constraints | None:
-    """``None``, a :class:`Constraints`, a mapping ``{"must_link": pairs, "cannot_link": pairs}`` or a pair
-    ``(must_link, cannot_link)`` -> a :class:`Constraints` over ``n`` items (conflicts raise
-    ``ConstraintConflictError``)."""
-    if constraints is None:
-        return None
-    if isinstance(constraints, Constraints):
-        c = constraints
-    elif isinstance(constraints, Mapping):
-        unknown = set(constraints) - {"must_link", "cannot_link"}
-        if unknown:
-            raise ConstraintError(
-                f"constraints: unknown keys {sorted(unknown)} (use 'must_link', 'cannot_link')"
-            )
-        c = Constraints(
-            n, must_link=constraints.get("must_link", ()), cannot_link=constraints.get("cannot_link", ())
-        )
-    elif isinstance(constraints, tuple | list) and len(constraints) == 2 and not np.isscalar(constraints[0]):
-        c = Constraints(n, must_link=constraints[0], cannot_link=constraints[1])
-    else:
-        raise ConstraintError(
-            f"constraints: expected a jaxclust.Constraints, a dict or (must_link, cannot_link), "
-            f"got {type(constraints).__name__}"
-        )
-    if c.n != n:
-        raise ConstraintError(f"constraints: built for {c.n} items but X has {n} rows")
-    return c
 
 
 def _check_alpha_prior(alpha_prior) -> tuple[float, float] | None:
@@ -81,24 +60,78 @@ def _check_int(value, name: str, minimum: int) -> int:
     return int(value)
 
 
-def _prepare_family(X: np.ndarray, prior):
-    """The family for ``X`` and the data as the sampler sees it (centred when the family allows: the prior
-    mean
-    is shifted by the same amount, so the model's law is unchanged)."""
-    if prior is None:
-        family = NormalGamma.from_data(X)
-    elif isinstance(prior, _FAMILIES):
-        family = prior
-    else:
+class PreparedData(NamedTuple):
+    """What the sampler sees. ``family``: the prior in the sampler's units; ``X``: (n, D') data in those
+    units; ``log_jacobian``: the constant that turns log densities back into the user's units; ``columns``:
+    (D',) the user's columns that are modelled."""
+
+    family: Any
+    X: np.ndarray
+    log_jacobian: float
+    columns: np.ndarray
+
+
+def _location_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and powers of two near the column standard deviations (1 for a constant column),
+    computed without overflow for any finite float64 data."""
+    top = np.max(np.abs(X), axis=0)
+    big = np.exp2(np.ceil(np.log2(np.where(top > 0, top, 1.0))))  # exact power of two >= |x|
+    shift = (X / big).mean(axis=0) * big
+    dev = (X - shift) / big
+    std = np.sqrt((dev**2).mean(axis=0)) * big
+    scale = np.exp2(np.round(np.log2(np.where(std > 0, std, 1.0))))
+    return shift, scale
+
+
+def prepare_data(X: np.ndarray, prior) -> PreparedData:
+    """The prior and data as the sampler sees them: the same model in better-conditioned units.
+
+    Gaussian families run on ``(x - column mean) / s_d`` with ``s_d`` a power of two near column d's
+    standard deviation (exact in floating point): float32 sampling then works for data of any magnitude, and
+    an explicit prior is mapped with the data (:meth:`NormalGamma.transformed`), so the law is unchanged;
+    log joints are reported in the user's units (``log_jacobian = -n sum_d ln s_d``). With ``prior=None``
+    the default prior is :meth:`NormalGamma.from_data` of the data, and columns with zero variance are left
+    out with a warning that names them: a constant column carries no information about the clustering, and
+    under any data-driven prior scale it would pull every point into one component. An explicit prior uses
+    every column as given. Count data (:class:`DirichletMultinomial`) is used as given.
+    """
+    if prior is not None and not isinstance(prior, _FAMILIES):
         raise InvalidInputError(
             f"prior: expected None, NormalGamma, NormalInverseWishart or DirichletMultinomial, "
             f"got {type(prior).__name__}"
         )
-    family = family.check(X)
-    if family.centred:
-        shift = X.mean(axis=0)
-        return family.shifted(shift), X - shift
-    return family, X
+    columns = np.arange(X.shape[1])
+    if prior is not None and not prior.centred:
+        return PreparedData(prior.check(X), X, 0.0, columns)
+    if prior is None:
+        constant = np.all(X == X[:1], axis=0)
+        if constant.all():
+            raise InvalidInputError("X: every column is constant; there is nothing to cluster")
+        if constant.any():
+            warnings.warn(
+                f"X: columns {np.flatnonzero(constant).tolist()} are constant and are left out of the DPMM "
+                "(the default prior cannot use them; pass an explicit prior to model every column as given)",
+                JaxclustWarning,
+                stacklevel=3,
+            )
+            columns = np.flatnonzero(~constant)
+            X = X[:, columns]
+        prior_checked = None
+    else:
+        prior_checked = prior.check(X)
+    shift, scale = _location_scale(X)
+    Xs = (X - shift) / scale
+    if prior_checked is None:
+        family = NormalGamma.from_data(Xs)
+    else:
+        family = prior_checked.transformed(shift, scale)
+        for name, value in vars(family).items():
+            if not np.all(np.isfinite(value)) or (name != "mean" and np.any(np.asarray(value) <= 0)):
+                raise InvalidInputError(
+                    f"prior.{name}: out of floating-point range once X (values up to "
+                    f"{float(np.max(np.abs(X))):.3g}) is brought to unit scale; rescale X and the prior together"
+                )
+    return PreparedData(family.check(Xs), Xs, float(-X.shape[0] * np.sum(np.log(scale))), columns)
 
 
 def sample(
@@ -173,9 +206,9 @@ def sample(
     thin = _check_int(thin, "thin", 1)
     alpha = check_positive(alpha, "alpha")
     alpha_prior = _check_alpha_prior(alpha_prior)
-    constraints = as_constraints(constraints, n)
-    family, Xs = _prepare_family(X, prior)
-    family = family.astype(dtype)
+    constraints = as_constraints(constraints, n, where="jaxclust.dpmm.sample")
+    prepared = prepare_data(X, prior)
+    family = prepared.family.astype(dtype)
     key = prng_key(key)
     k_run = jax.random.split(key)[1]
     if capacity is not None:
@@ -187,16 +220,17 @@ def sample(
         item_labels = np.zeros((n_chains, n), dtype=np.int64)
     else:
         item_labels = np.asarray(init_labels)
-        if item_labels.ndim == 1:
-            item_labels = np.broadcast_to(item_labels, (n_chains, n))
-        if item_labels.shape != (n_chains, n):
-            raise InvalidInputError(f"init_labels: expected shape ({n_chains}, {n}), got {item_labels.shape}")
+        if item_labels.shape not in ((n,), (n_chains, n)):
+            raise InvalidInputError(
+                f"init_labels: expected shape ({n},) or (n_chains, n) = ({n_chains}, {n}), got {item_labels.shape}"
+            )
+        item_labels = np.broadcast_to(item_labels, (n_chains, n))
         item_labels = np.stack([check_labels(row, n=n, name="init_labels") for row in item_labels])
     group_labels = np.zeros((n_chains, n), dtype=np.int32)
     for c in range(n_chains):
         g = chains.repair_labels(item_labels[c], constraints)
         group_labels[c, : len(g)] = g
-    data = gibbs.prepare(Xs, constraints, family, dtype, partner_capacity)
+    data = gibbs.prepare(prepared.X, constraints, family, dtype, partner_capacity, prepared.log_jacobian)
     constrained = constraints is not None and len(constraints.cannot_link_groups) > 0
     spec = Kernel(sampler, split_merge=split_merge, constrained=constrained)
     return chains.run_chains(
@@ -306,11 +340,10 @@ class DPMM(ClusterMixin, BaseEstimator):
         n_burnin : int, optional
             Overrides the constructor's burn-in for this fit (e.g. short burn-in after a warm start).
         """
-        if isinstance(constraints, np.ndarray):
-            raise ConstraintError(
-                "constraints: got an array; pass a jaxclust.Constraints (fit(X, y) is not "
-                "supported: build constraints with Constraints.from_labels)"
-            )
+        X = check_array(X, name="X", min_rows=2)
+        constraints = as_constraints(constraints, X.shape[0], where="DPMM.fit")
+        if self.max_components is not None:
+            _check_int(self.max_components, "max_components", 1)
         res = sample(
             self.random_state,
             X,

@@ -27,7 +27,7 @@ from numpyro.util import is_prng_key
 
 from jaxclust.dpmm import chains, gibbs
 from jaxclust.dpmm.kernels import Kernel, iterate
-from jaxclust.dpmm.model import _check_alpha_prior, _prepare_family, as_constraints
+from jaxclust.dpmm.model import _check_alpha_prior, as_constraints, prepare_data
 from jaxclust.validation import check_array, check_positive
 
 __all__ = ["DPMMKernel", "DPMMKernelState"]
@@ -72,9 +72,9 @@ class DPMMKernel(MCMCKernel):
     ):
         X = check_array(X, name="X", min_rows=2)
         constraints = as_constraints(constraints, X.shape[0])
-        family, Xs = _prepare_family(X, prior)
-        self._family = family.astype(dtype)
-        self._data = gibbs.prepare(Xs, constraints, self._family, dtype)
+        prepared = prepare_data(X, prior)
+        self._family = prepared.family.astype(dtype)
+        self._data = gibbs.prepare(prepared.X, constraints, self._family, dtype, log_jacobian=prepared.log_jacobian)
         self._constraints = constraints
         self._alpha = check_positive(alpha, "alpha")
         ap = _check_alpha_prior(alpha_prior)

@@ -24,7 +24,7 @@ from scipy.special import gammaln
 from jaxclust import Constraints
 from jaxclust.dpmm import NormalGamma, chains, gibbs, sample
 from jaxclust.dpmm.kernels import Kernel
-from jaxclust.dpmm.model import _prepare_family
+from jaxclust.dpmm.model import prepare_data
 
 X6 = np.array([[-1.9, 0.4], [-1.4, -0.2], [0.0, 0.1], [0.5, 0.6], [1.7, -0.3], [2.4, 0.2]])
 PRIOR = dict(mean=0.0, kappa=0.5, shape=2.0, rate=0.6)
@@ -225,9 +225,9 @@ def test_split_merge_alone_keeps_the_exact_posterior(case):
     constraints = CASES5[case]
     parts, exact = exact_posterior(X5, constraints, alpha=0.8)
     start = exact_draws(parts, exact, N_CHAINS, seed=2)
-    family, Xs = _prepare_family(X5, NormalGamma(**PRIOR))
-    family = family.astype(np.float32)
-    data = gibbs.prepare(Xs, constraints, family)
+    prepared = prepare_data(X5, NormalGamma(**PRIOR))
+    family = prepared.family.astype(np.float32)
+    data = gibbs.prepare(prepared.X, constraints, family)
     groups = [chains.repair_labels(z, constraints) for z in start]
     labels = np.zeros((N_CHAINS, 5), np.int32)
     labels[:, : len(groups[0])] = np.stack(groups)
