@@ -55,20 +55,24 @@ _LOG_2PI = math.log(2.0 * math.pi)
 _LOG_PI = math.log(math.pi)
 
 
-def _group_index(group_of: np.ndarray, n_rows: int) -> np.ndarray:
-    """One-hot (n_items, n_rows) float64 membership matrix of items in groups."""
-    onehot = np.zeros((len(group_of), n_rows))
-    onehot[np.arange(len(group_of)), group_of] = 1.0
-    return onehot
+def _group_sum(values: np.ndarray, group_of: np.ndarray, n_rows: int) -> np.ndarray:
+    """Sum of ``values`` (n_items, ...) over the items of each group, (n_rows, ...) float64: O(n) memory
+    (singleton groups, the common case, are a copy)."""
+    values = np.asarray(values, dtype=np.float64)
+    out = np.zeros((n_rows,) + values.shape[1:])
+    if len(group_of) == n_rows and np.array_equal(group_of, np.arange(n_rows)):
+        out[:] = values
+    else:
+        np.add.at(out, group_of, values)
+    return out
 
 
 def _centred_group_moments(X: np.ndarray, group_of: np.ndarray, n_rows: int):
     """Per-group size, mean and deviations of each item from its group mean (float64, host)."""
-    onehot = _group_index(group_of, n_rows)
-    size = onehot.sum(0)
-    mean = (onehot.T @ X) / np.maximum(size, 1.0)[:, None]
+    size = np.bincount(group_of, minlength=n_rows).astype(np.float64)
+    mean = _group_sum(X, group_of, n_rows) / np.maximum(size, 1.0)[:, None]
     dev = X - mean[group_of]
-    return onehot, size, mean, dev
+    return size, mean, dev
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -175,8 +179,8 @@ class NormalGamma(eqx.Module):
         return NormalGamma((np.asarray(self.mean) - shift) / scale, self.kappa, self.shape, self.rate / scale**2)
 
     def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> NGStats:
-        onehot, size, mean, dev = _centred_group_moments(X, group_of, n_rows)
-        return NGStats(size, mean, onehot.T @ dev**2)
+        size, mean, dev = _centred_group_moments(X, group_of, n_rows)
+        return NGStats(size, mean, _group_sum(dev**2, group_of, n_rows))
 
     def astype(self, dtype) -> NormalGamma:
         return jax.tree.map(lambda a: jnp.asarray(a, dtype), self)
@@ -375,9 +379,8 @@ class NormalInverseWishart(eqx.Module):
         return NormalInverseWishart((np.asarray(self.mean) - shift) * inv, self.kappa, self.dof, psi)
 
     def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> NIWStats:
-        onehot, size, mean, dev = _centred_group_moments(X, group_of, n_rows)
-        scatter = np.einsum("ng,nd,ne->gde", onehot, dev, dev)
-        return NIWStats(size, mean, scatter)
+        size, mean, dev = _centred_group_moments(X, group_of, n_rows)
+        return NIWStats(size, mean, _group_sum(dev[:, :, None] * dev[:, None, :], group_of, n_rows))
 
     def astype(self, dtype) -> NormalInverseWishart:
         return jax.tree.map(lambda a: jnp.asarray(a, dtype), self)
@@ -564,11 +567,11 @@ class DirichletMultinomial(eqx.Module):
     def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> DMStats:
         from scipy.special import gammaln as np_gammaln
 
-        onehot = _group_index(group_of, n_rows)
         T = X.sum(1)
         coef = np_gammaln(T + 1) - np_gammaln(X + 1).sum(1)
-        counts = onehot.T @ X
-        return DMStats(onehot.sum(0), counts, counts.sum(1), onehot.T @ coef)
+        counts = _group_sum(X, group_of, n_rows)
+        size = np.bincount(group_of, minlength=n_rows).astype(np.float64)
+        return DMStats(size, counts, counts.sum(1), _group_sum(coef, group_of, n_rows))
 
     def astype(self, dtype) -> DirichletMultinomial:
         return jax.tree.map(lambda a: jnp.asarray(a, dtype), self)
