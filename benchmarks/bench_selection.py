@@ -20,8 +20,8 @@ Sample sets (all seeded; labels permuted in every sample, as label switching doe
 Each measurement runs in a fresh subprocess (its own peak RSS); times are the median of repeated calls after a
 first call that includes compilation. Prints only; writes nothing.
 
-    python benchmarks/bench_selection.py            # about 2-3 minutes on an idle 2-core CPU
-    python benchmarks/bench_selection.py --full     # also diffuse and uncertain at n = 10^5 (many minutes)
+    python benchmarks/bench_selection.py            # under a minute on a quiet 2-core CPU
+    python benchmarks/bench_selection.py --full     # also diffuse and uncertain at n = 10^5 (minutes)
 """
 
 from __future__ import annotations
