@@ -6,15 +6,22 @@ entropy is the binary entropy ``H_ij = -p ln p - (1 - p) ln(1 - p)`` in nats (Vl
 2010, Eq. 2). Both are invariant to label switching, so samples from different chains can be pooled.
 
 ``coclustering`` and ``link_entropy`` return full ``(n, n)`` matrices and are meant for moderate ``n``.
-``top_entropy_pairs`` never holds more than one ``(block, n)`` float32 block: it sweeps the rows in blocks
-(``lax.scan``), masks known pairs with the must-link group ids and the group-level cannot-link table, and
-keeps a running top-k. Sample weights are a 0/1 mask in the batch method (samples that disagree with an answer
-are dropped), which keeps every array shape static so one compiled function serves a whole session.
+``top_entropy_pairs`` never builds anything ``n x n``. A pair has positive entropy only if it shares a
+component in some but not all samples, so it works on distinct label vectors ("signatures": items labelled
+alike in every retained sample are interchangeable) and on the pairs inside sampled components: a sparse
+co-occurrence product whose cost is ``sum_s sum_C m_C^2`` over components ``C`` holding ``m_C`` signatures,
+or, when that is larger than sweeping all signature pairs (very uncertain samples), a blockwise jitted sweep
+over signature pairs (compare-and-add on a CPU, one-hot matrix products on an accelerator) that keeps a running
+top-k. The pairs are then taken in entropy order, ties by index, skipping known and excluded pairs, exactly as
+the former dense ``O(n^2)`` sweep (kept as ``_top_entropy_pairs_reference``) returns them. Sample weights are a
+0/1 mask in the batch method (samples that disagree with an answer are dropped); shapes are bucketed so a
+session compiles the sweep a few times at most.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -212,8 +219,38 @@ def group_arrays(constraints, n: int) -> tuple[np.ndarray, np.ndarray]:
     return group_of, out
 
 
+def _validate(samples, k, constraints, weights, exclude, block):
+    z = _as_samples(samples)
+    n = z.shape[1]
+    if int(k) < 1:
+        raise InvalidInputError(f"k: must be >= 1, got {k}")
+    if constraints is not None and constraints.n != n:
+        raise InvalidInputError(f"constraints: built for {constraints.n} items, samples have {n}")
+    excl = {(min(a, b), max(a, b)) for a, b in exclude}
+    block = int(min(n, 256) if block is None else block)
+    if block < 1:
+        raise InvalidInputError(f"block: must be >= 1, got {block}")
+    return z, int(k), excl, block, _as_weights(weights, z.shape[0])
+
+
+def _checked(out, constraints):
+    if constraints is not None and out:  # the exact check, transitivity included (the selection mirrors it)
+        known = np.asarray(constraints.is_known(np.array([p[0] for p in out]), np.array([p[1] for p in out])))
+        if known.any():
+            bad = [p for p, kn in zip(out, known, strict=True) if kn]
+            raise AssertionError(f"internal: known pair selected {bad}")
+    return out
+
+
 def top_entropy_pairs(samples, k: int, constraints=None, weights=None, exclude=(), block: int | None = None):
     """The ``k`` unknown pairs with the highest link entropy, best first.
+
+    Only pairs that share a component in some but not all (weighted) samples have positive entropy, so the
+    candidates come from the sampled components, over distinct *signatures* (items with the same label in
+    every retained sample are interchangeable): the cost is about ``sum_s sum_C m_C^2`` for ``m_C`` distinct
+    signatures in component ``C`` of sample ``s``, not ``n^2``. When that sum is large (very uncertain
+    samples) a blockwise jitted sweep over signature pairs takes over (one-hot matrix products on an
+    accelerator). The result is exactly that of the dense ``O(n^2)`` sweep, ties included.
 
     Parameters
     ----------
@@ -228,35 +265,38 @@ def top_entropy_pairs(samples, k: int, constraints=None, weights=None, exclude=(
     exclude : iterable of (i, j)
         Further pairs never to return (e.g. answered "don't know").
     block : int, optional
-        Rows per block; memory is ``O(block * n)`` (default ``min(n, 256)``).
+        Rows per block of the dense sweep over signature pairs; its memory is ``O(block * m)`` for ``m``
+        distinct signatures (default 256).
 
     Returns
     -------
     list of (i, j, h)
         ``i < j`` Python ints and the entropy ``h`` (float, nats), sorted by decreasing ``h``; ties go to the
-        pair with the smaller row, then column, index.
+        pair with the smaller row, then column, index. When fewer than ``k`` unknown pairs have positive
+        entropy, the list goes on with zero-entropy unknown pairs in that index order.
     """
-    z = _as_samples(samples)
+    z, k, excl, block, w = _validate(samples, k, constraints, weights, exclude, block)
+    return _checked(_select(z, k, constraints, w, excl, block), constraints)
+
+
+def _top_entropy_pairs_reference(samples, k, constraints=None, weights=None, exclude=(), block=None):
+    """The dense sweep over all ``n^2`` pairs (:func:`top_entropy_pairs` before signatures), same contract.
+
+    Kept as the reference the fast path is tested and benchmarked against, and as the fallback for the one
+    case the fast path does not cover (see :func:`_select`).
+    """
+    z, k, excl, block, w = _validate(samples, k, constraints, weights, exclude, block)
+    return _checked(_reference_select(z, k, constraints, w, excl, block), constraints)
+
+
+def _reference_select(z, k, constraints, w, excl, block):
     n = z.shape[1]
-    if int(k) < 1:
-        raise InvalidInputError(f"k: must be >= 1, got {k}")
-    if constraints is not None and constraints.n != n:
-        raise InvalidInputError(f"constraints: built for {constraints.n} items, samples have {n}")
-    excl = {(min(a, b), max(a, b)) for a, b in exclude}
-    block = int(min(n, 256) if block is None else block)
-    if block < 1:
-        raise InvalidInputError(f"block: must be >= 1, got {block}")
     group_of, partners = group_arrays(constraints, n)
     # ask for enough extra candidates to survive the host-side exclusion; pad to a power of two so k rarely
     # recompiles
-    k_dev = min(_next_pow2(int(k) + len(excl)), n * (n - 1) // 2)
+    k_dev = min(_next_pow2(k + len(excl)), n * (n - 1) // 2)
     h, r, c = _top_pairs(
-        jnp.asarray(z),
-        _as_weights(weights, z.shape[0]),
-        jnp.asarray(group_of),
-        jnp.asarray(partners),
-        k=k_dev,
-        block=block,
+        jnp.asarray(z), w, jnp.asarray(group_of), jnp.asarray(partners), k=k_dev, block=min(block, n)
     )
     h, r, c = np.asarray(h), np.asarray(r), np.asarray(c)
     order = np.lexsort((c, r, -h))  # deterministic tie-break independent of the block layout
@@ -270,9 +310,431 @@ def top_entropy_pairs(samples, k: int, constraints=None, weights=None, exclude=(
         out.append((pair[0], pair[1], float(h[t])))
         if len(out) == k:
             break
-    if constraints is not None and out:  # the exact check, transitivity included (the device mask mirrors it)
-        known = np.asarray(constraints.is_known(np.array([p[0] for p in out]), np.array([p[1] for p in out])))
-        if known.any():
-            bad = [p for p, kn in zip(out, known, strict=True) if kn]
-            raise AssertionError(f"internal: known pair selected {bad}")
+    return out
+
+
+# --- selection over distinct signatures -------------------------------------------------------------------
+#
+# Items with the same label vector over the retained samples ("twins") have p = 1 with each other and the same
+# p with everybody else, so p is computed once per pair of distinct signatures (a, b). Signatures are numbered
+# by their smallest member, which makes the lexicographic order of signature pairs (a < b) the order of their
+# smallest item pairs. Hence the first r item pairs (in index order) of an entropy level are the first r item
+# pairs of the level's first r signature pairs (each signature pair holds at least one item pair, its smallest
+# comes no later than any other), and the top-K signature pairs by (entropy desc, a, b) determine the exact
+# top-k item pairs when K >= k + |exclude| (known pairs among them are skipped, and K grows if too many are).
+
+_SPARSE_WORK = 1 << 22  # co-occurrence updates per row block of the sparse product (bounds its memory)
+_SPARSE_SUFFIXES = 8  # column cuts of the sparse product (rows past a cut skip the columns before it)
+_SPARSE_UPDATE = 4  # cost of one sparse co-occurrence update, in dense compare-adds (CPU, measured) ...
+_SPARSE_PAIR = 80  # ... and of each distinct co-occurring signature pair it finds
+_ZERO_FILL_PAIRS = 1 << 20  # pairs per chunk of the zero-entropy fill
+_MATMUL_BYTES = 1 << 31  # largest one-hot table the matrix-product sweep builds on an accelerator
+
+
+class _Signatures(NamedTuple):
+    sig_of: np.ndarray  # (n,) int64 signature of each item, numbered in order of first occurrence
+    labels: np.ndarray  # (m, S+) int32 labels of each signature over the samples with positive weight
+    members: np.ndarray  # (n,) int64 items sorted by (signature, item)
+    start: np.ndarray  # (m + 1,) int64 offset of each signature's members
+    gkey: np.ndarray  # (n,) int64 ``signature * n + item`` of ``members``, ascending
+
+    @property
+    def m(self) -> int:
+        return len(self.start) - 1
+
+    @property
+    def n(self) -> int:
+        return len(self.sig_of)
+
+
+def _signatures(z: np.ndarray) -> _Signatures:
+    cols = np.ascontiguousarray(z.T)
+    n = cols.shape[0]
+    rows = cols.view(np.dtype((np.void, cols.dtype.itemsize * cols.shape[1]))).ravel()
+    _, first, inv = np.unique(rows, return_index=True, return_inverse=True)
+    by_first = np.argsort(first)
+    rank = np.empty(len(first), np.int64)
+    rank[by_first] = np.arange(len(first))
+    sig_of = rank[inv.ravel()]
+    members = np.argsort(sig_of, kind="stable").astype(np.int64)
+    start = np.concatenate([[0], np.cumsum(np.bincount(sig_of, minlength=len(first)))]).astype(np.int64)
+    return _Signatures(sig_of, cols[first[by_first]], members, start, sig_of[members] * n + members)
+
+
+def _components(labels: np.ndarray):
+    """Global component ids ``(m, S+)`` of each signature in each sample, component sizes (in signatures)
+    and the sample of each component."""
+    m, sp = labels.shape
+    comp = np.empty((m, sp), np.int64)
+    sizes, sample_of, off = [], [], 0
+    for s in range(sp):
+        _, inv, cnt = np.unique(labels[:, s], return_inverse=True, return_counts=True)
+        comp[:, s] = inv.ravel() + off
+        sizes.append(cnt)
+        sample_of.append(np.full(len(cnt), s))
+        off += len(cnt)
+    return comp, np.concatenate(sizes), np.concatenate(sample_of)
+
+
+def _ranges(starts, lengths) -> np.ndarray:
+    """``concatenate([arange(s, s + l) for s, l in zip(starts, lengths)])`` without a Python loop."""
+    lengths = np.asarray(lengths, np.int64)
+    if lengths.size == 0:
+        return np.zeros(0, np.int64)
+    ends = np.cumsum(lengths)
+    return np.repeat(np.asarray(starts, np.int64) - (ends - lengths), lengths) + np.arange(ends[-1])
+
+
+def _bucket(x: int) -> int:
+    """``x`` rounded up to an eighth of its power of two (few distinct shapes, at most 12.5 % padding)."""
+    step = max(1, _next_pow2(x) // 8)
+    return -(-int(x) // step) * step
+
+
+@jax.jit
+def _entropy_of_counts(counts: jax.Array, weights: jax.Array) -> jax.Array:
+    return _entropy_from_counts(counts, _total(weights))
+
+
+def _entropies(counts: np.ndarray, weights: jax.Array) -> np.ndarray:
+    """Float32 entropies of float32 counts, by the same jitted formula as the sweep (padded shapes)."""
+    pad = np.zeros(_next_pow2(max(len(counts), 1)), np.float32)
+    pad[: len(counts)] = counts
+    return np.asarray(_entropy_of_counts(jnp.asarray(pad), weights))[: len(counts)]
+
+
+def _top_of_block(h, a, b, K: int, m: int):
+    """Top-K of one block by (h desc, a, b) in linear time (ties at the K-th value by the smallest ``(a, b)``)."""
+    if len(h) <= K:
+        return h, a, b
+    v, rest = h.max(), h
+    for _ in range(4):  # peel the top values (cheap when a few levels hold K pairs, as with integer weights)
+        if (h >= v).sum() >= K:
+            break
+        rest = rest[rest < v]
+        v = rest.max()
+    else:  # a sort, not np.partition: introselect degrades badly on arrays of few distinct values
+        v = np.sort(h)[len(h) - K]  # the K-th largest value
+    above = np.flatnonzero(h > v)
+    tie = np.flatnonzero(h == v)
+    n_tie = K - len(above)
+    if len(tie) > n_tie:
+        tie = tie[np.argpartition(a[tie] * m + b[tie], n_tie - 1)[:n_tie]]
+    sel = np.concatenate([above, tie])
+    return h[sel], a[sel], b[sel]
+
+
+def _merge_top(best, new, K: int):
+    h, a, b = (np.concatenate([x, y]) for x, y in zip(best, new, strict=True))
+    order = np.lexsort((b, a, -h))[:K]
+    return h[order], a[order], b[order]
+
+
+def _membership(comp, n_comp: int, wpos):
+    """Sparse (signature x component) membership matrix and its weighted transpose (co-occurrences are
+    ``member @ weighted_t``)."""
+    from scipy import sparse
+
+    m, sp = comp.shape
+    indptr = np.arange(0, m * sp + 1, sp)
+    member = sparse.csr_matrix((np.ones(m * sp), comp.ravel(), indptr), shape=(m, n_comp))
+    weighted = sparse.csr_matrix(
+        (np.tile(wpos.astype(np.float64), m), comp.ravel(), indptr), shape=(m, n_comp)
+    )
+    return member, weighted.T.tocsr()
+
+
+def _sparse_cost(member, weighted_t, work) -> float:
+    """Estimated cost of the sparse path in dense compare-adds: updates plus distinct co-occurring pairs, the
+    latter estimated from up to 256 rows (fixed seed)."""
+    m = member.shape[0]
+    rows = np.sort(np.random.default_rng(0).choice(m, min(m, 256), replace=False))
+    pairs = ((member[rows] @ weighted_t).nnz - len(rows)) * m / len(rows) / 2
+    return _SPARSE_UPDATE * float(work.sum()) + _SPARSE_PAIR * pairs
+
+
+def _sparse_is_cheaper(member, weighted_t, work, n_samples: int) -> bool:
+    """The sparse path's estimated cost against the dense sweep's ``m^2 S / 2`` compare-adds."""
+    m = member.shape[0]
+    return _sparse_cost(member, weighted_t, work) <= 0.5 * m * m * n_samples
+
+
+def _sparse_top(member, weighted_t, work, counts_to_h, K: int):
+    """Top-K positive-entropy signature pairs ``a < b`` by (h desc, a, b) from the sampled components.
+
+    Co-occurrences are the sparse product ``member @ weighted_t``, in row blocks of about ``_SPARSE_WORK``
+    updates (``work``: per signature); its cost is ``sum_s sum_C m_C^2``. Returns (h, a, b, n_positive).
+    """
+    m = member.shape[0]
+    work = np.cumsum(work)
+    # only pairs a < b are needed: row blocks past cut c multiply the columns from c on (saves ~45 % of updates)
+    cuts = np.unique(np.arange(_SPARSE_SUFFIXES) * m // _SPARSE_SUFFIXES)
+    suffix = [weighted_t[:, c:] for c in cuts]
+    best = (np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    n_pos, r0 = 0, 0
+    while r0 < m:
+        r1 = int(np.searchsorted(work, (work[r0 - 1] if r0 else 0) + _SPARSE_WORK, side="right"))
+        r1 = min(max(r1, r0 + 1), m)
+        t = int(np.searchsorted(cuts, r0, side="right")) - 1
+        co = (member[r0:r1] @ suffix[t]).tocoo()
+        a, b = co.row.astype(np.int64) + r0, co.col.astype(np.int64) + cuts[t]
+        upper = b > a
+        a, b = a[upper], b[upper]
+        h = counts_to_h(a, b, co.data[upper])
+        pos = h > 0
+        n_pos += int(pos.sum())
+        if len(best[0]) == K:  # rows come in increasing order: a tie with the current K-th pair loses
+            pos &= h > best[0][-1]
+        best = _merge_top(best, _top_of_block(h[pos], a[pos], b[pos], K, m), K)
+        r0 = r1
+    return (*best, n_pos)
+
+
+def _scan_sig_pairs(counts_fn, m_pad, m, total, *, k: int, block: int):
+    """Blockwise running top-k of positive entropies over signature pairs ``a < b < m`` (as ``_top_pairs``)."""
+    cols = jnp.arange(m_pad)
+    kk = min(k, block * m_pad)
+
+    def scan_block(carry, b):
+        best_h, best_r, best_c = carry
+        rows = b * block + jnp.arange(block)
+        h = _entropy_from_counts(counts_fn(rows), total)  # (block, m_pad) float32
+        ok = (cols[None, :] > rows[:, None]) & (cols[None, :] < m) & (h > 0)
+        score = jnp.where(ok, h, -jnp.inf).reshape(-1)
+        h_blk, idx = lax.top_k(score, kk)
+        h_all = jnp.concatenate([best_h, h_blk])
+        r_all = jnp.concatenate([best_r, rows[idx // m_pad]])
+        c_all = jnp.concatenate([best_c, idx % m_pad])
+        h_top, sel = lax.top_k(h_all, k)
+        return (h_top, r_all[sel], c_all[sel]), None
+
+    init = (jnp.full((k,), -jnp.inf, jnp.float32), jnp.zeros((k,), jnp.int32), jnp.zeros((k,), jnp.int32))
+    (h, r, c), _ = lax.scan(scan_block, init, jnp.arange(m_pad // block))
+    return h, r, c
+
+
+@functools.partial(jax.jit, static_argnames=("k", "block"))
+def _dense_top_compare(labels, weights, m, *, k: int, block: int):
+    """labels (S, m_pad) int32 signature labels (rows of zero-weight samples are arbitrary)."""
+    counts_fn = functools.partial(_row_counts, labels, weights)  # the reference's own accumulation order
+    return _scan_sig_pairs(counts_fn, labels.shape[1], m, _total(weights), k=k, block=block)
+
+
+@functools.partial(jax.jit, static_argnames=("k", "block", "dtype"))
+def _dense_top_matmul(comp, wcomp, weights, m, *, k: int, block: int, dtype: str):
+    """comp (S, m_pad) int32 global component ids, wcomp (C,) their sample's weight (0 for the dummy id 0).
+
+    Counts are ``onehot[rows] * w @ onehot^T``: exact when the weights are integers (float32 accumulation,
+    inputs exact in ``dtype``), so the entropies equal the compare-and-add sweep's bit for bit.
+    """
+    m_pad, dt = comp.shape[1], jnp.dtype(dtype)
+    onehot = jnp.zeros((m_pad, wcomp.shape[0]), dt).at[jnp.arange(m_pad)[:, None], comp.T].set(1)
+    w = wcomp.astype(dt)
+
+    def counts_fn(rows):
+        return jnp.dot(
+            onehot[rows] * w, onehot.T, preferred_element_type=jnp.float32, precision=lax.Precision.HIGHEST
+        )
+
+    return _scan_sig_pairs(counts_fn, m_pad, m, _total(weights), k=k, block=block)
+
+
+def _dense_top(sg, comp, sample_of, wnp, w, K: int, block: int, method: str):
+    """Top-K positive-entropy signature pairs from the jitted dense sweep; returns (h, a, b, exhaustive)."""
+    m, pos = sg.m, wnp > 0
+    blk = max(1, min(block, _bucket(m)))
+    m_pad = -(-_bucket(m) // blk) * blk
+    if m_pad >= 512 and m_pad & (m_pad - 1) == 0:  # a power-of-two row stride ran 2-4x slower on a CPU
+        m_pad += blk
+    if method == "matmul":
+        cid = np.zeros((len(wnp), m_pad), np.int32)  # id 0: the dummy component of weight 0
+        cid[pos, :m] = comp.T + 1
+        wcomp = np.zeros(_bucket(len(sample_of) + 1), np.float32)
+        wcomp[1 : len(sample_of) + 1] = wnp[pos][sample_of]
+        dtype = "bfloat16" if wnp.max() <= 256 and jax.default_backend() != "cpu" else "float32"
+        h, r, c = _dense_top_matmul(
+            jnp.asarray(cid), jnp.asarray(wcomp), w, jnp.int32(m), k=K, block=blk, dtype=dtype
+        )
+    else:
+        labels = np.zeros((len(wnp), m_pad), np.int32)
+        labels[pos, :m] = sg.labels.T
+        h, r, c = _dense_top_compare(jnp.asarray(labels), w, jnp.int32(m), k=K, block=blk)
+    h, r, c = np.asarray(h), np.asarray(r).astype(np.int64), np.asarray(c).astype(np.int64)
+    fin = np.isfinite(h)
+    h, r, c = h[fin], r[fin], c[fin]
+    order = np.lexsort((c, r, -h))
+    return h[order], r[order], c[order], len(h) < K
+
+
+def _level_pairs(sg: _Signatures, a: np.ndarray, b: np.ndarray, limit: int):
+    """The ``limit`` first item pairs ``i < j`` (index order) among those of signature pairs ``(a, b)``.
+
+    ``a <= b`` (``a == b``: pairs of twins). Only the ``limit`` smallest rows that have a partner at all can
+    hold them, and of each such row only its ``limit`` smallest partners in each partner signature.
+    """
+    n = sg.n
+    ne = a != b
+    src, dst = np.concatenate([a, b[ne]]), np.concatenate([b, a[ne]])
+    o = np.argsort(src, kind="stable")
+    src, dst = src[o], dst[o]
+    usrc, ustart, udeg = np.unique(src, return_index=True, return_counts=True)
+    largest = sg.members[sg.start[1:] - 1]
+    lim = np.maximum.reduceat(largest[dst], ustart)  # rows of signature s below lim[s] have a partner
+    n_rows = np.searchsorted(sg.gkey, usrc * n + lim, side="left") - sg.start[usrc]
+    take = np.minimum(n_rows, limit)
+    rows = sg.members[_ranges(sg.start[usrc], take)]
+    which = np.repeat(np.arange(len(usrc)), take)
+    if len(rows) > limit:
+        sel = np.argpartition(rows, limit - 1)[:limit]
+        rows, which = rows[sel], which[sel]
+    x = np.repeat(rows, udeg[which])
+    t = dst[_ranges(ustart[which], udeg[which])]
+    first = np.searchsorted(sg.gkey, t * n + x, side="right")  # first partner of x in t that is above x
+    cnt = np.minimum(sg.start[t + 1] - first, limit)
+    key = np.repeat(x, cnt) * n + sg.members[_ranges(first, cnt)]
+    if len(key) > limit:
+        key = np.partition(key, limit - 1)[:limit]
+    key.sort()
+    return key // n, key % n
+
+
+def _n_item_pairs(sg: _Signatures, a: np.ndarray, b: np.ndarray) -> int:
+    mult = np.diff(sg.start)
+    ma, mb = mult[a], mult[b]
+    return int(np.where(a == b, ma * (ma - 1) // 2, ma * mb).sum())
+
+
+def _unknown(i, j, n, constraints, excl_keys) -> np.ndarray:
+    ok = np.ones(len(i), bool)
+    if constraints is not None and len(i):
+        ok &= ~constraints.is_known(i, j)
+    if len(excl_keys):
+        key = i * n + j
+        pos = np.minimum(np.searchsorted(excl_keys, key), len(excl_keys) - 1)
+        ok &= excl_keys[pos] != key
+    return ok
+
+
+def _from_levels(sg, h, a, b, exhaustive, k, constraints, excl_keys):
+    """Walk the entropy levels of the signature pairs (sorted by h desc, a, b) down to ``k`` unknown pairs.
+
+    Returns (pairs, done); not done when the last, truncated level (``exhaustive`` False) cannot decide.
+    """
+    out: list[tuple[int, int, float]] = []
+    if len(h) == 0:
+        return out, True
+    cut = np.flatnonzero(h[1:] != h[:-1]) + 1
+    starts, ends = np.r_[0, cut], np.r_[cut, len(h)]
+    for t in range(len(starts)):
+        s0, s1 = int(starts[t]), int(ends[t])
+        need = k - len(out)
+        la, lb = a[s0:s1], b[s0:s1]
+        truncated = not exhaustive and t == len(starts) - 1
+        cap = s1 - s0 if truncated else _n_item_pairs(sg, la, lb)  # how many leading item pairs are certain
+        limit = min(cap, _next_pow2(need + len(excl_keys)))
+        while True:
+            i, j = _level_pairs(sg, la, lb, limit)
+            ok = _unknown(i, j, sg.n, constraints, excl_keys)
+            if ok.sum() >= need or limit >= cap:
+                break
+            limit = min(cap, 4 * limit)
+        hv = float(h[s0])
+        out.extend((int(x), int(y), hv) for x, y in zip(i[ok][:need], j[ok][:need], strict=True))
+        if len(out) == k:
+            return out, True
+        if truncated:
+            return out, False
+    return out, True
+
+
+def _zero_fill(sg, a, b, need, constraints, excl_keys):
+    """The first ``need`` unknown pairs of zero entropy in index order (all positive signature pairs given)."""
+    n, m = sg.n, sg.m
+    positive = np.sort(a * m + b)
+    before = np.arange(n, dtype=np.int64)
+    before = before * (n - 1) - before * (before - 1) // 2  # pairs in the rows above each row
+    out: list[tuple[int, int, float]] = []
+    i0 = 0
+    while i0 < n - 1 and len(out) < need:
+        i1 = int(np.searchsorted(before, before[i0] + _ZERO_FILL_PAIRS, side="right")) - 1
+        i1 = min(max(i1, i0 + 1), n - 1)
+        rows = np.arange(i0, i1, dtype=np.int64)
+        cnt = n - 1 - rows
+        i, j = np.repeat(rows, cnt), _ranges(rows + 1, cnt)
+        sa, sb = sg.sig_of[i], sg.sig_of[j]
+        key = np.minimum(sa, sb) * m + np.maximum(sa, sb)
+        ok = _unknown(i, j, n, constraints, excl_keys)
+        if len(positive):
+            pos = np.minimum(np.searchsorted(positive, key), len(positive) - 1)
+            ok &= positive[pos] != key
+        sel = np.flatnonzero(ok)[: need - len(out)]
+        out.extend((int(x), int(y), 0.0) for x, y in zip(i[sel], j[sel], strict=True))
+        i0 = i1
+    return out
+
+
+def _select(z, k, constraints, w, excl, block, route=None, method=None):
+    """The fast path of :func:`top_entropy_pairs`; ``route`` ("sparse", "dense") and ``method`` ("compare",
+    "matmul") override the automatic choices (tests)."""
+    n = z.shape[1]
+    wnp = np.asarray(w, np.float32)
+    pos = wnp > 0  # zero-weight samples add nothing to any count
+    sg = _signatures(z[pos])
+    m = sg.m
+    integer = bool(np.all(wnp == np.floor(wnp))) and float(wnp.astype(np.float64).sum()) < 2**24
+    if not integer and m < n:
+        # twins are co-clustered in every sample: with integer weights their count equals the total exactly,
+        # otherwise the sweep's in-order float32 sum may miss the total by an ulp and give them a tiny positive
+        # entropy; that rare case is left to the dense sweep, which reproduces it
+        full = np.float32(0)
+        for x in wnp:
+            full = np.float32(full + x)
+        if _entropies(np.array([full], np.float32), w)[0] > 0:
+            return _reference_select(z, k, constraints, w, excl, block)
+    wpos = wnp[pos]
+    excl_keys = np.array(sorted(i * n + j for i, j in excl if 0 <= i < j < n), np.int64)
+    comp, sizes, sample_of = _components(sg.labels)
+    if integer:
+        table = _entropies(np.arange(int(wnp.astype(np.float64).sum()) + 1, dtype=np.float32), w)
+
+        def counts_to_h(a, b, c):
+            return table[np.rint(c).astype(np.int64)]
+    else:
+
+        def counts_to_h(a, b, c):  # the sweep's in-order float32 accumulation, then its entropy
+            acc = np.zeros(len(a), np.float32)
+            for s in range(len(wpos)):
+                acc += np.where(sg.labels[a, s] == sg.labels[b, s], wpos[s], np.float32(0))
+            return _entropies(acc, w)
+
+    work = sizes[comp].sum(axis=1)  # co-occurrence updates per signature
+    member = weighted_t = None
+    if route != "dense" and m >= 2:
+        member, weighted_t = _membership(comp, len(sizes), wpos)
+        if route is None:
+            route = "sparse" if _sparse_is_cheaper(member, weighted_t, work, len(wnp)) else "dense"
+    if not integer:  # the matrix product is exact for integer weights only
+        method = "compare"
+    elif method is None:
+        itemsize = 2 if wnp.max() <= 256 else 4
+        big = _bucket(m) * _bucket(len(sizes) + 1) * itemsize > _MATMUL_BYTES
+        method = "matmul" if jax.default_backend() != "cpu" and integer and not big else "compare"
+    n_sig_pairs = m * (m - 1) // 2
+    K = _next_pow2(k + len(excl_keys))
+    while True:
+        K = min(K, max(n_sig_pairs, 1))
+        if m < 2:
+            h, a, b, exhaustive = np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64), True
+        elif route == "sparse":
+            h, a, b, n_pos = _sparse_top(member, weighted_t, work, counts_to_h, K)
+            exhaustive = n_pos <= K
+        else:
+            h, a, b, exhaustive = _dense_top(sg, comp, sample_of, wnp, w, K, block, method)
+        exhaustive = exhaustive or K >= n_sig_pairs
+        out, done = _from_levels(sg, h, a, b, exhaustive, k, constraints, excl_keys)
+        if done:
+            break
+        K *= 4
+    if len(out) < k:  # every positive-entropy pair is known or excluded: zero-entropy pairs in index order
+        out += _zero_fill(sg, a, b, k - len(out), constraints, excl_keys)
     return out

@@ -122,7 +122,8 @@ def select_queries(
     weights : array-like, shape (S,), optional
         Sample weights for the entropy strategies.
     block : int, optional
-        Row block of the entropy sweep (memory ``O(block * n)``).
+        Row block of the entropy sweep when it runs over all pairs of distinct signatures (memory
+        ``O(block * m)``, ``m <= n``; see :func:`~jaxclust.active.entropy.top_entropy_pairs`).
 
     Returns
     -------
