@@ -29,11 +29,18 @@ __all__ = [
     "TRACE_COUNTER",
 ]
 
-# Slots beyond the largest occupied count: one free slot for a new component, one spare.
+# Default starting slots: every chain starts in one component and split-merge creates several per round, so
+# start roomy (one compile serves up to ~24 components) rather than grow (each growth re-compiles).
+MIN_SLOTS = 32
+# Free slots kept beyond the largest occupied count: a quarter of the capacity, at least 2.
 HEADROOM = 2
 # Capacities are multiples of this (fewer distinct compiled shapes) and grow by GROWTH.
 SLOT_STEP = 4
-GROWTH = 1.5
+GROWTH = 2.0
+
+
+def headroom(capacity: int) -> int:
+    return max(HEADROOM, int(capacity) // 4)
 
 # Python-side count of traces of the block function (tests use it to check that new constraints re-use the
 # compile).
@@ -130,9 +137,11 @@ def _round_slots(k: int) -> int:
 
 
 def initial_capacity(max_occupied: int, n_groups: int, capacity: int | None = None) -> int:
-    """Starting slots: at least ``capacity``, at least ``max_occupied + HEADROOM`` rounded up to a multiple of
-    ``SLOT_STEP``, and at most ``n_groups`` (enough for any partition; never below ``max_occupied``)."""
-    want = max(int(capacity or 0), _round_slots(int(max_occupied) + HEADROOM))
+    """Starting slots: ``capacity`` (default ``MIN_SLOTS``), at least ``max_occupied + HEADROOM`` rounded up to a
+    multiple of ``SLOT_STEP``, and at most ``n_groups`` (enough for any partition; never below
+    ``max_occupied``). Callers pass the number of group *rows* (the items, a constant of the data) as
+    ``n_groups`` so that must-links joining groups between fits do not change the compiled shapes."""
+    want = max(int(capacity or MIN_SLOTS), _round_slots(int(max_occupied) + HEADROOM))
     return max(int(max_occupied), 1, min(want, int(n_groups)))
 
 
@@ -195,7 +204,8 @@ def run_chains(
     n_groups = int(np.sum(np.asarray(data.valid)))
     # slots in use: labels index slots directly (repaired labels are compact: this is the component count)
     n_used = int(group_labels[:, :n_groups].max()) + 1 if n_groups else 1
-    capacity = initial_capacity(n_used, n_groups, capacity)
+    n_rows = int(data.valid.shape[0])
+    capacity = initial_capacity(n_used, n_rows, capacity)
     dtype = data.n_items.dtype
     # alpha fixed or inferred is a traced flag, so both share one compile
     infer = alpha_prior is not None
@@ -229,7 +239,7 @@ def run_chains(
             # keys
             if capacity >= n_groups:  # cannot happen (see the module docstring); never loop forever
                 raise RuntimeError(f"DPMM sampler overflowed with {capacity} slots for {n_groups} groups")
-            capacity = grown_capacity(capacity, capacity, n_groups)
+            capacity = grown_capacity(capacity, capacity, n_rows)
             growths += 1
             redos += 1
             states = _shard(gibbs.pad_capacity(states, family, capacity), n_chains)
@@ -237,9 +247,9 @@ def run_chains(
         trace = jax.device_get((lj[:n_active], kk[:n_active], al[:n_active]))
         traces.append(trace)
         occupied = int(trace[1].max()) if n_active > 0 else 0
-        if occupied + HEADROOM > capacity and capacity < n_groups and b + 1 < len(blocks):
+        if occupied + headroom(capacity) > capacity and capacity < n_groups and b + 1 < len(blocks):
             # proactive growth: cheaper than an overflow, which would redo a block
-            capacity = grown_capacity(capacity, occupied, n_groups)
+            capacity = grown_capacity(capacity, occupied, n_rows)
             growths += 1
             states = _shard(gibbs.pad_capacity(states, family, capacity), n_chains)
         if keep:

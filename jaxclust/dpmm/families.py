@@ -15,18 +15,20 @@ computed
   ``count_table(n_max, D)`` precomputes the terms that depend only on item counts (lgamma, log kappa), so a
   step
   evaluates no lgamma at all.
-* ``slots_from_groups(z, onehot, gs)``: all slots' posterior parameters recomputed from an assignment
-(two-pass,
+* ``slots_from_groups(z, gs, K)``: all slots' posterior parameters recomputed from an assignment (two-pass,
   centred; used once per sweep to wipe out drift from the incremental add/remove).
 * ``log_marginal(slots)`` -> (K,): ``ln p(X_k)`` of each slot's data (0 for an empty slot).
-* ``segment_stats(seg, onehot, gs)`` / ``slots_from_stats(stats)``: statistics of any grouping of the groups
-  (``onehot`` (rows, S) membership, ``seg`` (rows,) each row's segment) and the slots they give; the split-merge
-  kernel uses them for proposed components.
+* ``segment_stats(seg, gs, S)`` / ``combine_stats(a, b)`` / ``slots_from_stats(stats)``: statistics of any
+  grouping of the groups (``seg`` (rows,) each row's segment in ``[0, S)``; rows outside are ignored), of the
+  union of two such segments, and the slots they give. Segment sums are scatter-adds and the scatter about the
+  segment mean is a second pass (no cancellation in float32); the split-merge kernel uses them for proposed
+  components.
 * ``split_view(gs)`` -> ``(feat, within)`` (rows, D'): a feature vector per group and its members' scatter about
   it, the space in which split proposals run 2-means (:mod:`jaxclust.dpmm.splitmerge`).
-* ``draw_params(key, slots)`` and ``group_loglik(params, gs)`` -> (rows, K): a draw of each slot's component
-  parameters from its posterior, and every group's log-likelihood under every component as matrix products
-  (the sub-cluster sampler, :mod:`jaxclust.dpmm.subcluster`).
+* ``draw_params(key, slots)``, ``loglik_features(gs)`` (rows, F) and ``group_loglik(params, gs, feat)`` ->
+  (rows, K): a draw of each slot's component parameters from its posterior, and every group's log-likelihood
+  under every component as one matrix product of features computed once per fit (the sub-cluster sampler,
+  :mod:`jaxclust.dpmm.subcluster`).
 
 Slots store *posterior parameters* (kappa_n, m_n, ...) plus a cached scalar, so a Gibbs step costs one
 ``(K, D)`` pass of logarithms and touches only the two slots that change.
@@ -53,6 +55,11 @@ __all__ = ["NormalGamma", "NormalInverseWishart", "DirichletMultinomial", "defau
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _LOG_PI = math.log(math.pi)
+
+
+def _segsum(x: jax.Array, seg: jax.Array, n: int) -> jax.Array:
+    """Sum of rows of ``x`` per segment ``seg`` (scatter-add; segment ids outside ``[0, n)`` are dropped)."""
+    return jax.ops.segment_sum(x, seg, num_segments=n)
 
 
 def _group_sum(values: np.ndarray, group_of: np.ndarray, n_rows: int) -> np.ndarray:
@@ -231,22 +238,28 @@ class NormalGamma(eqx.Module):
             norm = table[0, new] - table[0, old] - table[1, new]
         return slots.cache + norm - shape * jnp.sum(jnp.log(rate), -1) - 0.5 * D * gs.size * _LOG_2PI
 
-    def segment_stats(self, seg: jax.Array, onehot: jax.Array, gs: NGStats) -> NGStats:
-        """Statistics of each segment (S leading) from group rows; ``onehot`` (rows, S), ``seg`` (rows,)."""
-        w = onehot * gs.size[:, None]  # (rows, S): items of each group in each segment
-        n = w.sum(0)
-        xbar = (w.T @ gs.mean) / jnp.maximum(n, 1.0)[:, None]
+    def segment_stats(self, seg: jax.Array, gs: NGStats, n_segments: int) -> NGStats:
+        """Statistics of each segment (``n_segments`` leading) of the group rows."""
+        n = _segsum(gs.size, seg, n_segments)
+        xbar = _segsum(gs.size[:, None] * gs.mean, seg, n_segments) / jnp.maximum(n, 1.0)[:, None]
         # scatter about the segment mean = within-group scatter + between-group part (two-pass, centred)
-        dev2 = gs.size[:, None] * (gs.mean - xbar[jnp.clip(seg, 0, n.shape[0] - 1)]) ** 2
-        return NGStats(n, xbar, onehot.T @ (gs.m2 + dev2))
+        dev2 = gs.size[:, None] * (gs.mean - xbar[jnp.clip(seg, 0, n_segments - 1)]) ** 2
+        return NGStats(n, xbar, _segsum(gs.m2 + dev2, seg, n_segments))
+
+    def combine_stats(self, a: NGStats, b: NGStats) -> NGStats:
+        """Statistics of the union of two disjoint segments (Chan et al.'s pairwise update)."""
+        n = a.size + b.size
+        w = jnp.where(n > 0, b.size / jnp.maximum(n, 1e-30), 0.0)[..., None]
+        d = b.mean - a.mean
+        return NGStats(n, a.mean + w * d, a.m2 + b.m2 + (a.size[..., None] * w) * d**2)
 
     def slots_from_stats(self, stats: NGStats) -> NGSlot:
         K = stats.size.shape[0]
         prior = jax.tree.map(lambda a: jnp.broadcast_to(a, (K,) + a.shape), self.prior_slot())
         return jax.vmap(self.add)(prior, stats)
 
-    def slots_from_groups(self, z: jax.Array, onehot: jax.Array, gs: NGStats) -> NGSlot:
-        return self.slots_from_stats(self.segment_stats(z, onehot, gs))
+    def slots_from_groups(self, z: jax.Array, gs: NGStats, K: int) -> NGSlot:
+        return self.slots_from_stats(self.segment_stats(z, gs, K))
 
     def split_view(self, gs: NGStats):
         return gs.mean, gs.m2
@@ -259,16 +272,19 @@ class NormalGamma(eqx.Module):
         mu = slots.mean + jax.random.normal(k_mu, lam.shape, lam.dtype) / jnp.sqrt(slots.kappa[:, None] * lam)
         return lam, mu
 
-    def group_loglik(self, params, gs: NGStats) -> jax.Array:
-        """(rows, K) ``sum over the group's items of ln N(x | mu_k, 1/lam_k)`` from the group's size, mean and
-        scatter: ``-1/2 (m2 + m x^2) . lam + m x . (lam mu) + m c_k``, two matrix products."""
+    def loglik_features(self, gs: NGStats) -> jax.Array:
+        """(rows, 2D): ``[m2 + m x^2, m x]`` per group (``x`` its mean, ``m`` its size)."""
+        m = gs.size[:, None]
+        return jnp.concatenate([gs.m2 + m * gs.mean**2, m * gs.mean], axis=1)
+
+    def group_loglik(self, params, gs: NGStats, feat: jax.Array) -> jax.Array:
+        """(rows, K) ``sum over the group's items of ln N(x | mu_k, 1/lam_k)``:
+        ``[m2 + m x^2, m x] . [-lam/2, lam mu] + m c_k``, one matrix product with :meth:`loglik_features`."""
         lam, mu = params
         D = lam.shape[-1]
         c = 0.5 * jnp.sum(jnp.log(lam), -1) - 0.5 * D * _LOG_2PI - 0.5 * jnp.sum(lam * mu**2, -1)
-        m = gs.size[:, None]
-        quad = jnp.concatenate([gs.m2 + m * gs.mean**2, m * gs.mean], axis=1)  # (rows, 2D)
         coef = jnp.concatenate([-0.5 * lam, lam * mu], axis=1)  # (K, 2D)
-        return quad @ coef.T + m * c[None, :]
+        return feat @ coef.T + gs.size[:, None] * c[None, :]
 
     def log_marginal(self, slots: NGSlot) -> jax.Array:
         D = slots.rate.shape[-1]
@@ -430,21 +446,27 @@ class NormalInverseWishart(eqx.Module):
             norm = table[0, new] - table[0, old] - table[1, new]
         return slots.cache + norm - 0.5 * dof * _logdet_pd(scale) - 0.5 * D * gs.size * _LOG_PI
 
-    def segment_stats(self, seg: jax.Array, onehot: jax.Array, gs: NIWStats) -> NIWStats:
-        w = onehot * gs.size[:, None]
-        n = w.sum(0)
-        xbar = (w.T @ gs.mean) / jnp.maximum(n, 1.0)[:, None]
-        dev = gs.mean - xbar[jnp.clip(seg, 0, n.shape[0] - 1)]  # (rows, D)
+    def segment_stats(self, seg: jax.Array, gs: NIWStats, n_segments: int) -> NIWStats:
+        n = _segsum(gs.size, seg, n_segments)
+        xbar = _segsum(gs.size[:, None] * gs.mean, seg, n_segments) / jnp.maximum(n, 1.0)[:, None]
+        dev = gs.mean - xbar[jnp.clip(seg, 0, n_segments - 1)]  # (rows, D)
         per_group = gs.scatter + gs.size[:, None, None] * dev[:, :, None] * dev[:, None, :]
-        return NIWStats(n, xbar, jnp.einsum("nk,nde->kde", onehot, per_group))
+        return NIWStats(n, xbar, _segsum(per_group, seg, n_segments))
+
+    def combine_stats(self, a: NIWStats, b: NIWStats) -> NIWStats:
+        n = a.size + b.size
+        w = jnp.where(n > 0, b.size / jnp.maximum(n, 1e-30), 0.0)[..., None]
+        d = b.mean - a.mean
+        outer = d[..., :, None] * d[..., None, :]
+        return NIWStats(n, a.mean + w * d, a.scatter + b.scatter + (a.size[..., None] * w)[..., None] * outer)
 
     def slots_from_stats(self, stats: NIWStats) -> NIWSlot:
         K = stats.size.shape[0]
         prior = jax.tree.map(lambda a: jnp.broadcast_to(a, (K,) + a.shape), self.prior_slot())
         return jax.vmap(self.add)(prior, stats)
 
-    def slots_from_groups(self, z: jax.Array, onehot: jax.Array, gs: NIWStats) -> NIWSlot:
-        return self.slots_from_stats(self.segment_stats(z, onehot, gs))
+    def slots_from_groups(self, z: jax.Array, gs: NIWStats, K: int) -> NIWSlot:
+        return self.slots_from_stats(self.segment_stats(z, gs, K))
 
     def split_view(self, gs: NIWStats):
         return gs.mean, jnp.diagonal(gs.scatter, axis1=-2, axis2=-1)
@@ -471,17 +493,22 @@ class NormalInverseWishart(eqx.Module):
         )
         return lam, mu, logdet
 
-    def group_loglik(self, params, gs: NIWStats) -> jax.Array:
+    def loglik_features(self, gs: NIWStats) -> jax.Array:
+        """(rows, D^2 + D): ``[vec(S + m x x^T), m x]`` per group (meant for moderate D)."""
+        m = gs.size
+        D = gs.mean.shape[-1]
+        outer = gs.scatter + m[:, None, None] * gs.mean[:, :, None] * gs.mean[:, None, :]
+        return jnp.concatenate([outer.reshape(-1, D * D), m[:, None] * gs.mean], axis=1)
+
+    def group_loglik(self, params, gs: NIWStats, feat: jax.Array) -> jax.Array:
         """(rows, K): ``m/2 ln|Lam| - mD/2 ln 2pi - 1/2 tr(Lam (S + m x x^T)) + m x^T Lam mu - m/2 mu^T Lam mu``,
-        as a (rows, D^2) x (D^2, K) product (meant for moderate D)."""
+        one matrix product with :meth:`loglik_features`."""
         lam, mu, logdet = params
         K, D = mu.shape
-        m = gs.size
-        outer = gs.scatter + m[:, None, None] * gs.mean[:, :, None] * gs.mean[:, None, :]
         lam_mu = jnp.einsum("kde,ke->kd", lam, mu)
-        quad = -0.5 * outer.reshape(-1, D * D) @ lam.reshape(K, D * D).T + (m[:, None] * gs.mean) @ lam_mu.T
+        coef = jnp.concatenate([-0.5 * lam.reshape(K, D * D), lam_mu], axis=1)
         c = 0.5 * logdet - 0.5 * D * _LOG_2PI - 0.5 * jnp.sum(mu * lam_mu, -1)
-        return quad + m[:, None] * c[None, :]
+        return feat @ coef.T + gs.size[:, None] * c[None, :]
 
     def log_marginal(self, slots: NIWSlot) -> jax.Array:
         D = slots.scale.shape[-1]
@@ -597,15 +624,20 @@ class DirichletMultinomial(eqx.Module):
         new = slots.conc + gs.counts
         return slots.cache - gammaln(jnp.sum(new, -1)) + jnp.sum(gammaln(new), -1) + gs.coef
 
-    def segment_stats(self, seg: jax.Array, onehot: jax.Array, gs: DMStats) -> DMStats:
-        counts = onehot.T @ gs.counts
-        return DMStats(onehot.T @ gs.size, counts, counts.sum(-1), onehot.T @ gs.coef)
+    def segment_stats(self, seg: jax.Array, gs: DMStats, n_segments: int) -> DMStats:
+        counts = _segsum(gs.counts, seg, n_segments)
+        return DMStats(
+            _segsum(gs.size, seg, n_segments), counts, counts.sum(-1), _segsum(gs.coef, seg, n_segments)
+        )
+
+    def combine_stats(self, a: DMStats, b: DMStats) -> DMStats:
+        return DMStats(a.size + b.size, a.counts + b.counts, a.total + b.total, a.coef + b.coef)
 
     def slots_from_stats(self, stats: DMStats) -> DMSlot:
         return self._cached(self.concentration + stats.counts)
 
-    def slots_from_groups(self, z: jax.Array, onehot: jax.Array, gs: DMStats) -> DMSlot:
-        return self._cached(self.concentration + onehot.T @ gs.counts)
+    def slots_from_groups(self, z: jax.Array, gs: DMStats, K: int) -> DMSlot:
+        return self._cached(self.concentration + _segsum(gs.counts, z, K))
 
     def split_view(self, gs: DMStats):
         # category proportions of each group's pooled counts (the members' spread is not tracked)
@@ -617,10 +649,14 @@ class DirichletMultinomial(eqx.Module):
         g = gamma_draws(key, slots.conc, log=True)
         return (g - jax.scipy.special.logsumexp(g, axis=-1, keepdims=True),)
 
-    def group_loglik(self, params, gs: DMStats) -> jax.Array:
+    def loglik_features(self, gs: DMStats) -> jax.Array:
+        """(rows, V): the group's pooled counts."""
+        return gs.counts
+
+    def group_loglik(self, params, gs: DMStats, feat: jax.Array) -> jax.Array:
         """(rows, K) ``counts . ln theta_k`` plus the members' multinomial coefficients."""
         (log_theta,) = params
-        return gs.counts @ log_theta.T + gs.coef[:, None]
+        return feat @ log_theta.T + gs.coef[:, None]
 
     def log_marginal(self, slots: DMSlot) -> jax.Array:
         # multinomial coefficients are added once for the whole data set by the sampler (constant in z)

@@ -61,6 +61,8 @@ class GroupData(NamedTuple):
     log_const : () float, a z-independent constant of the log joint (multinomial coefficients)
     colour : (n_rows,) int32 colour class of each group in the cannot-link graph (the parallel sampler)
     n_colours : () int32 number of colour classes
+    feat : (n_rows, F) the family's log-likelihood features of each group (the parallel sampler; F = 0 when
+        not prepared)
     """
 
     stats: Any
@@ -71,6 +73,7 @@ class GroupData(NamedTuple):
     log_const: jax.Array
     colour: jax.Array
     n_colours: jax.Array
+    feat: jax.Array
 
 
 class GibbsState(NamedTuple):
@@ -99,6 +102,7 @@ def prepare(
     dtype=jnp.float32,
     partner_capacity: int | None = None,
     log_jacobian: float = 0.0,
+    features: bool = False,
 ) -> GroupData:
     """Host-side packing of data and constraints (NumPy in, device arrays out).
 
@@ -116,6 +120,8 @@ def prepare(
     log_jacobian : float
         Added to the log joint, e.g. to report it in the user's units when ``X`` was rescaled
         (:func:`jaxclust.dpmm.model.prepare_data`).
+    features : bool
+        Also compute the log-likelihood features of the parallel sampler (``family.loglik_features``).
     """
     n = X.shape[0]
     if constraints is None:
@@ -133,8 +139,10 @@ def prepare(
     log_const = float(np.sum(stats.coef)) if hasattr(stats, "coef") else 0.0
     log_const += float(log_jacobian)
     colour, n_colours = (np.zeros(n, np.int32), 1) if constraints is None else constraints.colouring(n)
+    stats = jax.tree.map(lambda a: jnp.asarray(a, dtype), stats)
+    feat = family.loglik_features(stats) if features else jnp.zeros((n, 0), dtype)
     return GroupData(
-        stats=jax.tree.map(lambda a: jnp.asarray(a, dtype), stats),
+        stats=stats,
         valid=jnp.asarray(np.arange(n) < n_groups),
         partners=jnp.asarray(partners),
         group_of=jnp.asarray(group_of),
@@ -142,6 +150,7 @@ def prepare(
         log_const=jnp.asarray(log_const, dtype),
         colour=jnp.asarray(colour),
         n_colours=jnp.asarray(n_colours, jnp.int32),
+        feat=feat,
     )
 
 
@@ -152,9 +161,8 @@ def _dim(stats) -> int:
 
 def _refresh(z, data: GroupData, family, K: int):
     """Counts and slot parameters recomputed from the assignment (exact, centred; no accumulated drift)."""
-    onehot = jax.nn.one_hot(z, K, dtype=data.n_items.dtype) * data.valid[:, None]
-    counts = onehot.T @ data.stats.size
-    return counts, family.slots_from_groups(z, onehot, data.stats)
+    counts = jax.ops.segment_sum(data.stats.size, z, num_segments=K)  # padded rows have size 0
+    return counts, family.slots_from_groups(z, data.stats, K)
 
 
 def log_joint(counts, slots, alpha, data: GroupData, family) -> jax.Array:

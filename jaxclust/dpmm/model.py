@@ -125,12 +125,13 @@ def prepare_data(X: np.ndarray, prior) -> PreparedData:
         family = NormalGamma.from_data(Xs)
     else:
         family = prior_checked.transformed(shift, scale)
-        for name, value in vars(family).items():
-            if not np.all(np.isfinite(value)) or (name != "mean" and np.any(np.asarray(value) <= 0)):
-                raise InvalidInputError(
-                    f"prior.{name}: out of floating-point range once X (values up to "
-                    f"{float(np.max(np.abs(X))):.3g}) is brought to unit scale; rescale X and the prior together"
-                )
+        try:
+            family = family.check(Xs)
+        except InvalidInputError as exc:  # the prior was valid as given: its image under the scaling is not
+            raise InvalidInputError(
+                f"{exc.args[0]} once X (values up to {float(np.max(np.abs(X))):.3g}) is brought to unit scale; "
+                "rescale X and the prior together"
+            ) from None
     return PreparedData(family.check(Xs), Xs, float(-X.shape[0] * np.sum(np.log(scale))), columns)
 
 
@@ -230,8 +231,11 @@ def sample(
     for c in range(n_chains):
         g = chains.repair_labels(item_labels[c], constraints)
         group_labels[c, : len(g)] = g
-    data = gibbs.prepare(prepared.X, constraints, family, dtype, partner_capacity, prepared.log_jacobian)
-    constrained = constraints is not None and len(constraints.cannot_link_groups) > 0
+    data = gibbs.prepare(
+        prepared.X, constraints, family, dtype, partner_capacity, prepared.log_jacobian, sampler == "subcluster"
+    )
+    # the colour loop is the parallel sampler's only; a fixed flag keeps the collapsed compile across rounds
+    constrained = sampler == "subcluster" and constraints is not None and len(constraints.cannot_link_groups) > 0
     spec = Kernel(sampler, split_merge=split_merge, constrained=constrained)
     return chains.run_chains(
         k_run,

@@ -15,12 +15,14 @@ One round
    their **merge**; pairs are disjoint, so all proposals are built in parallel from the same state.
 2. **Launch (split proposal).** For a split of component C, two distinct seed groups ``i, j`` are drawn
    uniformly (probability ``1 / (m_C (m_C - 1))``, ``m`` = number of groups), then ``n_steps`` 2-means steps
-   over C's groups (weighted by item count, per-dimension scaled by C's variance; ``i`` pinned left, ``j``
-   right) give two centres, and each other group ``g`` goes right with probability
-   ``sigma(l_g)``, ``l_g = -1/2 m_g sum_d [(f_gd - c_Rd)^2 - (f_gd - c_Ld)^2] / s_d + ln(n_R / n_L)`` (a shared
-   diagonal Gaussian fitted to the 2-means split). The proposal probability is
-   ``q(A, B) = prod_g sigma(+-l_g)`` over the non-seed groups. Everything in it is a function of C's data
-   and the seeds, so the reverse move evaluates the same ``q``.
+   (weighted by item count, per-dimension scaled by C's variance; ``i`` pinned left, ``j`` right) give two
+   centres, and each other group ``g`` goes right with probability ``sigma(l_g)``,
+   ``l_g = -1/2 m_g sum_d [(f_gd - c_Rd)^2 - (f_gd - c_Ld)^2] / s_d + ln(n_R / n_L)`` (a shared diagonal
+   Gaussian fitted to the 2-means split; ``l_g`` is linear in ``f_g``, so all groups cost one matrix
+   product). The 2-means runs on C's groups among a uniform subsample of ``SUBSAMPLE`` groups (all groups
+   when there are fewer) plus the two seeds: the subsample is auxiliary randomness drawn independently of
+   the state. The proposal probability is ``q(A, B) = prod_g sigma(+-l_g)`` over the non-seed groups, a
+   function of C's data, the seeds and the subsample only, so the reverse move evaluates the same ``q``.
 3. **Merge proposal.** For components A, B in one pair, a side is drawn with probability 1/2 to keep the
    merged component, one seed is drawn uniformly in each (``1 / (m_A m_B)``), and the launch above is run on
    ``A u B`` with those seeds to give ``q(A, B)``, the probability that the reverse split proposes A, B.
@@ -49,66 +51,82 @@ from jax.scipy.special import gammaln
 
 from jaxclust.dpmm import gibbs
 
-__all__ = ["split_merge", "KMEANS_STEPS"]
+__all__ = ["split_merge", "KMEANS_STEPS", "SUBSAMPLE"]
 
 # 2-means steps of a split launch: on separated data it converges in 2-3.
 KMEANS_STEPS = 4
+# Groups the 2-means of every launch sees at most (a uniform subsample beyond that; the final allocation and
+# its probability always cover every group).
+SUBSAMPLE = 8192
 # Log-odds of a group's side are clipped so that no proposal probability is 0 (keeps the kernel irreducible).
 MAX_LOGIT = 30.0
+# Pseudo-groups of the whole sample's variance added to each launch's variance estimates (a pair seen through
+# only its two seeds still gets a usable scale).
+SHRINK = 2.0
 
 
 def _segsum(x, seg, n):
     return jax.ops.segment_sum(x, seg, num_segments=n)
 
 
-def _floor_var(var):
-    """Per-row variance floor: 1e-6 of the row's mean variance (and a tiny absolute one)."""
-    return jnp.maximum(var, 1e-6 * jnp.mean(var, -1, keepdims=True) + 1e-12)
-
-
-def _launch(feat, within, size, pair, valid, is_i, is_j, n_pairs, n_steps):
-    """2-means launch for every pair at once. Returns (rows,) log-odds of the right side."""
+def _launch(key, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps):
+    """2-means launch of every pair at once. Returns the (rows,) log-odds of the right side."""
+    n_rows = feat.shape[0]
     dtype = feat.dtype
-    rows = jnp.arange(feat.shape[0])
-    pseg = jnp.where(valid, pair, n_pairs)
-    s0 = _segsum(size, pseg, n_pairs)
-    s1 = _segsum(size[:, None] * feat, pseg, n_pairs)
-    s2 = _segsum(size[:, None] * feat**2 + within, pseg, n_pairs)
-    safe0 = jnp.maximum(s0, 1.0)[:, None]
-    scale = 1.0 / _floor_var(s2 / safe0 - (s1 / safe0) ** 2)  # (P, D'): whitening of the union
-    i_row = jax.ops.segment_max(jnp.where(is_i, rows, -1), pseg, num_segments=n_pairs)
-    j_row = jax.ops.segment_max(jnp.where(is_j, rows, -1), pseg, num_segments=n_pairs)
-    centres = jnp.stack([feat[jnp.maximum(i_row, 0)], feat[jnp.maximum(j_row, 0)]], axis=1)  # (P, 2, D')
-    w = scale[pair]  # (rows, D')
+    if n_rows > SUBSAMPLE:
+        n_valid = jnp.maximum(jnp.sum(valid), 1)  # valid rows are a prefix
+        sub = jnp.concatenate(
+            [jax.random.randint(key, (SUBSAMPLE,), 0, n_valid), jnp.maximum(i_row, 0), jnp.maximum(j_row, 0)]
+        )
+    else:
+        sub = jnp.arange(n_rows)
+    f, wt, sp = feat[sub], jnp.where(valid[sub], size[sub], 0.0), pair[sub]
+    wi = within[sub]
+    seg = jnp.where(wt > 0, sp, n_pairs)
+    pin_i, pin_j = sub == i_row[sp], sub == j_row[sp]
+    # whole-sample and per-pair variances (shrunk towards the whole sample's)
+    tot = jnp.maximum(jnp.sum(wt), 1.0)
+    g_mean = jnp.sum(wt[:, None] * f, 0) / tot
+    g_var = jnp.sum(wt[:, None] * (f - g_mean) ** 2 + wi, 0) / tot
+    g_var = jnp.maximum(g_var, 1e-6 * jnp.mean(g_var) + 1e-12)
+    s0 = _segsum(wt, seg, n_pairs)[:, None]
+    s1 = _segsum(wt[:, None] * f, seg, n_pairs)
+    mean = s1 / jnp.maximum(s0, 1e-30)
+    dev2 = _segsum(wt[:, None] * (f - mean[sp]) ** 2 + wi, seg, n_pairs)
+    scale = (s0 + SHRINK) / (dev2 + SHRINK * g_var)  # (P, D'): whitening of each union
+    centres = jnp.stack([feat[jnp.maximum(i_row, 0)], feat[jnp.maximum(j_row, 0)]], axis=1).astype(dtype)
+    own = jnp.stack([2 * sp, 2 * sp + 1], axis=1)  # (sub, 2): the row's two centres among all 2P
+    f2 = f**2
 
     def assign(c):
-        cg = c[pair]  # (rows, 2, D')
-        d = jnp.sum(w[:, None, :] * (feat[:, None, :] - cg) ** 2, -1)  # (rows, 2)
+        # sum_d w_pd (f_d - c_d)^2 against every centre as matrix products (gathers are slow on CPU), then
+        # each row's own pair: w_p f^2 - 2 (w_p c) f + w_p c^2
+        wc = (scale[:, None, :] * c).reshape(2 * n_pairs, -1)
+        w2 = jnp.repeat(scale, 2, axis=0)
+        d_all = f2 @ w2.T - 2.0 * (f @ wc.T) + jnp.sum(wc * c.reshape(2 * n_pairs, -1), -1)[None, :]
+        d = jnp.take_along_axis(d_all, own, axis=1)
         side = (d[:, 1] < d[:, 0]).astype(jnp.int32)
-        return jnp.where(is_i, 0, jnp.where(is_j, 1, side))
+        return jnp.where(pin_i, 0, jnp.where(pin_j, 1, side))
 
     def centroid(side):
-        seg = jnp.where(valid, 2 * pair + side, 2 * n_pairs)
-        n = _segsum(size, seg, 2 * n_pairs)
-        s = _segsum(size[:, None] * feat, seg, 2 * n_pairs)
-        return (s / jnp.maximum(n, 1e-30)[:, None]).reshape(n_pairs, 2, -1), n.reshape(n_pairs, 2)
+        seg2 = jnp.where(wt > 0, 2 * sp + side, 2 * n_pairs)
+        n = _segsum(wt, seg2, 2 * n_pairs)
+        c = _segsum(wt[:, None] * f, seg2, 2 * n_pairs) / jnp.maximum(n, 1e-30)[:, None]
+        return c.reshape(n_pairs, 2, -1), n.reshape(n_pairs, 2), seg2
 
-    def body(_, c):
-        return centroid(assign(c))[0]
-
-    centres = jax.lax.fori_loop(0, n_steps, body, centres.astype(dtype))
+    centres = jax.lax.fori_loop(0, n_steps, lambda _, c: centroid(assign(c))[0], centres)
     side = assign(centres)
-    centres, n_side = centroid(side)
-    cg = centres[pair]
-    dev = feat - jnp.take_along_axis(cg, side[:, None, None], axis=1)[:, 0]
-    s2w = _segsum(within + size[:, None] * dev**2, pseg, n_pairs) / safe0  # pooled within-side variance
-    inv = 1.0 / _floor_var(s2w)[pair]
-    quad = -0.5 * size[:, None] * jnp.stack(
-        [jnp.sum(inv * (feat - cg[:, k]) ** 2, -1) for k in (0, 1)], axis=-1
-    )  # (rows, 2)
+    centres, n_side, seg2 = centroid(side)
+    dev = f - centres.reshape(2 * n_pairs, -1)[seg2.clip(0, 2 * n_pairs - 1)]
+    within_var = _segsum(wt[:, None] * dev**2 + wi, seg, n_pairs)
+    inv = (s0 + SHRINK) / (within_var + SHRINK * g_var)  # (P, D') pooled within-side precision
+    # l_g = m_g (f_g . a_p + b_p) + ln(n_R / n_L): linear in f_g, so one (rows, P) product and a selection
+    a = inv * (centres[:, 1] - centres[:, 0])
+    b = -0.5 * jnp.sum(inv * (centres[:, 1] ** 2 - centres[:, 0] ** 2), -1)
     n_side = jnp.maximum(n_side, 1e-30)
     prior = jnp.log(n_side[:, 1]) - jnp.log(n_side[:, 0])
-    return jnp.clip(quad[:, 1] - quad[:, 0] + prior[pair], -MAX_LOGIT, MAX_LOGIT)
+    lin = jnp.take_along_axis(feat @ a.T, pair[:, None], axis=1)[:, 0]
+    return jnp.clip(size * (lin + b[pair]) + prior[pair], -MAX_LOGIT, MAX_LOGIT)
 
 
 def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, n_steps: int = KMEANS_STEPS):
@@ -125,15 +143,17 @@ def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, 
 
     Returns
     -------
-    GibbsState with the new assignment, counts and slots refreshed from it, and ``log_joint`` updated;
-    ``overflow`` is set if an accepted split found no free slot (that split is not applied).
+    GibbsState with the new assignment, the changed slots' counts and parameters recomputed from their
+    groups, and ``log_joint`` updated; ``overflow`` is set if an accepted split found no free slot (that split
+    is not applied).
     """
     z = state.z
     V = state.counts.shape[0]
     n_labels, n_pairs = 2 * V, V
     dtype = state.counts.dtype
     valid = data.valid
-    k_place, k_seed, k_orient, k_side, k_acc = jax.random.split(key, 5)
+    rows = jnp.arange(z.shape[0])
+    k_place, k_seed, k_orient, k_side, k_acc, k_sub = jax.random.split(key, 6)
 
     # 1. pairing: occupied slots at uniformly random labels
     occupied = state.counts > 0
@@ -144,6 +164,9 @@ def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, 
     is_split = occ_pair[:, 0] ^ occ_pair[:, 1]
     orient = jax.random.bernoulli(k_orient, 0.5, (n_pairs,)).astype(jnp.int32)
     keep = jnp.where(is_merge, orient, jnp.where(occ_pair[:, 0], 0, 1))  # side that keeps / seeds left
+    pair_slots = slot_at.reshape(n_pairs, 2)
+    keep_slot = pair_slots[jnp.arange(n_pairs), keep]
+    other_slot = pair_slots[jnp.arange(n_pairs), 1 - keep]
 
     lab = label_of_slot[z]
     pair, side = lab // 2, lab % 2
@@ -159,11 +182,13 @@ def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, 
     on_keep = side == keep[pair]
     is_i = is_first & on_keep
     is_j = jnp.where(is_split[pair], is_second & on_keep, is_first & ~on_keep)
+    i_row = jax.ops.segment_max(jnp.where(is_i, rows, -1), pseg, num_segments=n_pairs)
+    j_row = jax.ops.segment_max(jnp.where(is_j, rows, -1), pseg, num_segments=n_pairs)
 
     # 2-3. launch on every pair's union; the proposed split (split pairs) or the current one (merge pairs)
     feat, within = family.split_view(data.stats)
     size = data.stats.size
-    logit = _launch(feat, within, size, pair, valid, is_i, is_j, n_pairs, n_steps)
+    logit = _launch(k_sub, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps)
     drawn = jax.random.uniform(k_side, z.shape, dtype) < jax.nn.sigmoid(logit)
     part = jnp.where(is_split[pair], drawn, ~on_keep)
     part = jnp.where(is_i, False, jnp.where(is_j, True, part)).astype(jnp.int32)
@@ -173,13 +198,13 @@ def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, 
 
     # collapsed posterior of the two parts and of their union
     seg_part = jnp.where(valid, 2 * pair + part, n_labels)
-    onehot_part = jax.nn.one_hot(seg_part, n_labels, dtype=dtype)
-    parts = family.segment_stats(seg_part, onehot_part, data.stats)
+    parts = family.segment_stats(seg_part, data.stats, n_labels)
+    part0 = jax.tree.map(lambda a: a[0::2], parts)
+    part1 = jax.tree.map(lambda a: a[1::2], parts)
+    union = family.combine_stats(part0, part1)
     lm_part = family.log_marginal(family.slots_from_stats(parts)).reshape(n_pairs, 2)
-    n_part = parts.size.reshape(n_pairs, 2)
-    onehot_pair = jax.nn.one_hot(pseg, n_pairs, dtype=dtype)
-    union = family.segment_stats(pseg, onehot_pair, data.stats)
     lm_union = family.log_marginal(family.slots_from_stats(union))
+    n_part = parts.size.reshape(n_pairs, 2)
     m_part = _segsum(valid.astype(dtype), seg_part, n_labels).reshape(n_pairs, 2)
     m_union = m_part.sum(-1)
     safe = lambda x: jnp.maximum(x, 1.0)  # noqa: E731  (unused pairs: finite junk, never accepted)
@@ -205,7 +230,6 @@ def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, 
     # 4. sequential acceptance (only K, the free slots and the overflow flag are carried)
     can_split = is_split & (m_union >= 2)
     can_merge = is_merge & ~blocked
-    other_slot = slot_at.reshape(n_pairs, 2)[jnp.arange(n_pairs), 1 - keep]
     log_u = jnp.log(jax.random.uniform(k_acc, (n_pairs,), dtype))
     n_occupied = jnp.sum(occupied).astype(dtype)
 
@@ -225,11 +249,29 @@ def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, 
     (_, _, overflow), (did_split, did_merge, new_slot) = jax.lax.scan(
         accept, (n_occupied, ~occupied, state.overflow), (can_split, can_merge, log_ratio, log_u, other_slot)
     )
-    keep_slot = slot_at.reshape(n_pairs, 2)[jnp.arange(n_pairs), keep]
     moved = valid & (part == 1)
     z_new = jnp.where(moved & did_split[pair], new_slot[pair], z)
     z_new = jnp.where(moved & did_merge[pair], keep_slot[pair], z_new).astype(jnp.int32)
-    counts, slots = gibbs._refresh(z_new, data, family, V)
+
+    # the changed slots from the statistics above: merged-away slots emptied first (a later split may reuse
+    # one), then the kept slots, then the new ones
+    def put(tree, idx, new):
+        return jax.tree.map(lambda a, b: a.at[idx].set(b, mode="drop"), tree, new)
+
+    empty = jax.tree.map(jnp.zeros_like, part1)
+    cleared = jnp.where(did_merge, other_slot, V)
+    kept = jnp.where(did_split | did_merge, keep_slot, V)
+    created = jnp.where(did_split, new_slot, V)
+    at_keep = jax.tree.map(lambda p0, un: jnp.where(_expand(did_split, p0), p0, un), part0, union)
+    stats_new = (empty, at_keep, part1)
+    counts, slots = state.counts, state.slots
+    for idx, st in zip((cleared, kept, created), stats_new, strict=True):
+        counts = counts.at[idx].set(st.size, mode="drop")
+        slots = put(slots, idx, family.slots_from_stats(st))
     return gibbs.GibbsState(
         z_new, counts, slots, state.alpha, overflow, gibbs.log_joint(counts, slots, state.alpha, data, family)
     )
+
+
+def _expand(mask, like):
+    return mask.reshape(mask.shape + (1,) * (like.ndim - 1))

@@ -11,7 +11,7 @@ In the spirit of Chang & Fisher (2013) and DPMMSubClusters, one iteration is
 
 3. **a restricted step, parallel over groups**: ``P(z_G = k) ∝ pi_k^m prod_{x in G} f(x | theta_k)`` over the
    occupied components, one ``(rows, K)`` log-likelihood matrix from matrix products
-   (:meth:`family.group_loglik`), one uniform per group;
+   (:meth:`family.group_loglik` on features computed once per fit), one uniform per group;
 4. alpha by Escobar-West, statistics refreshed, log joint.
 
 Why step 3 is exact. Given (pi, theta) and K labelled components, the augmented posterior of the labels is
@@ -66,7 +66,7 @@ def restricted_step(key, state: gibbs.GibbsState, data: gibbs.GroupData, family,
     k_pi, k_theta, k_prio, k_u = jax.random.split(key, 4)
     log_pi = _log_weights(k_pi, state.counts, state.alpha)
     params = family.draw_params(k_theta, state.slots)
-    logits = family.group_loglik(params, data.stats) + data.stats.size[:, None] * log_pi[None, :]
+    logits = family.group_loglik(params, data.stats, data.feat) + data.stats.size[:, None] * log_pi[None, :]
 
     # anchors: the lowest-priority group of each component stays; others may join k only above k's anchor
     prio = jnp.where(valid, jax.random.uniform(k_prio, z.shape, dtype), 2.0)

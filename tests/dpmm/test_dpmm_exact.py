@@ -367,6 +367,7 @@ def test_growing_from_too_few_slots_keeps_the_exact_law():
         n_samples=N_SAMPLES,
         thin=2,
         init_labels=np.zeros(6, dtype=int),
+        capacity=4,
     )
     assert res.n_capacity_growths >= 1 and res.capacity == 6
     parts, exact = exact_posterior(X6, None, alpha=0.8)

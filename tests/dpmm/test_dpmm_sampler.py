@@ -122,16 +122,17 @@ def test_capacity_grows_instead_of_truncating():
 
 
 def test_capacity_policy_steps():
-    """Start: occupied + 2 rounded up to a multiple of 4, at least the requested slots, at most the groups;
-    growth: x1.5 (and at least occupied + 2) to a multiple of 4, capped at the groups."""
-    assert chains.initial_capacity(8, 2000) == 12
-    assert chains.initial_capacity(10, 2000) == 12
-    assert chains.initial_capacity(11, 2000) == 16
-    assert chains.initial_capacity(1, 2000, 32) == 32
+    """Start: the requested slots (default 32), at least occupied + 2 rounded up to a multiple of 4, at most the
+    groups; growth: x2 (and at least occupied + 2) to a multiple of 4, capped at the groups; proactive growth
+    keeps a quarter of the slots free."""
+    assert chains.initial_capacity(1, 2000) == 32
+    assert chains.initial_capacity(40, 2000) == 44
+    assert chains.initial_capacity(1, 2000, 8) == 8 and chains.initial_capacity(8, 2000, 4) == 12
     assert chains.initial_capacity(1, 3) == 3 and chains.initial_capacity(5, 3) == 5
-    assert [chains.grown_capacity(k, k, 2000) for k in (4, 8, 12, 16, 20)] == [8, 12, 20, 24, 32]
-    assert chains.grown_capacity(12, 17, 2000) == 20 and chains.grown_capacity(12, 19, 2000) == 24
+    assert [chains.grown_capacity(k, k, 2000) for k in (4, 8, 12, 16, 32)] == [8, 16, 24, 32, 64]
+    assert chains.grown_capacity(8, 17, 2000) == 20
     assert chains.grown_capacity(32, 32, 40) == 40
+    assert chains.headroom(8) == 2 and chains.headroom(32) == 8
 
 
 def test_many_growths_give_the_draws_of_a_roomy_sampler():
@@ -145,12 +146,11 @@ def test_many_growths_give_the_draws_of_a_roomy_sampler():
     c = Constraints(28, must_link=[(0, 19)], cannot_link=[(2, 3), (0, 4), (10, 11)])
     init = np.zeros((4, 28), dtype=int)
     kw = dict(prior=prior, alpha=5.0, n_chains=4, n_burnin=6, n_samples=4, thin=2, split_merge=0)
-    grown = DPMM(**kw).fit(X28, c, init_labels=init)
+    grown = DPMM(max_components=4, **kw).fit(X28, c, init_labels=init)
     roomy = DPMM(max_components=27, **kw).fit(X28, c, init_labels=init)
     assert roomy.n_capacity_growths_ == 0 and roomy.capacity_ == 27  # 27 groups: never more slots
-    # 8 -> 12 -> 20 after overflows, then proactively (19 occupied + 2 > 20) to 27
-    assert grown.n_overflow_redos_ >= 1
-    assert grown.n_capacity_growths_ > grown.n_overflow_redos_
+    # 4 slots, then x2 after overflows (each redoes a block) or proactively
+    assert grown.n_overflow_redos_ >= 1 and grown.n_capacity_growths_ >= 2
     assert grown.diagnostics_["traces"]["n_components"].max() > 12  # it really needed the slots
     np.testing.assert_array_equal(grown.samples_, roomy.samples_)
     np.testing.assert_array_equal(grown.final_labels_, roomy.final_labels_)
