@@ -63,9 +63,10 @@ def gamma_draws(key: jax.Array, shape: jax.Array, log: bool = False) -> jax.Arra
     ok = (v > 0) & (jnp.log(u) < 0.5 * x**2 + d - d * v + d * log_v)
     idx = jnp.where(jnp.any(ok, -1), jnp.argmax(ok, -1), _N_TRY - 1)
     v_acc = jnp.maximum(jnp.take_along_axis(v, idx[..., None], -1)[..., 0], jnp.finfo(dtype).tiny)
-    log_g = jnp.log(d[..., 0] * v_acc) + jnp.log(
-        jax.random.uniform(k_boost, shape.shape, dtype, minval=jnp.finfo(dtype).tiny)
-    ) / shape
+    log_g = (
+        jnp.log(d[..., 0] * v_acc)
+        + jnp.log(jax.random.uniform(k_boost, shape.shape, dtype, minval=jnp.finfo(dtype).tiny)) / shape
+    )
     return log_g if log else jnp.exp(log_g)
 
 

@@ -42,6 +42,7 @@ GROWTH = 2.0
 def headroom(capacity: int) -> int:
     return max(HEADROOM, int(capacity) // 4)
 
+
 # Python-side count of traces of the block function (tests use it to check that new constraints re-use the
 # compile).
 TRACE_COUNTER = {"block": 0}

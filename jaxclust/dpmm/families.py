@@ -183,7 +183,9 @@ class NormalGamma(eqx.Module):
         """The same model for data mapped to ``(x - shift) / scale`` (per dimension): the mean maps like the
         data and the precision rate divides by ``scale**2``; kappa and shape are unchanged."""
         scale = np.asarray(scale, np.float64)
-        return NormalGamma((np.asarray(self.mean) - shift) / scale, self.kappa, self.shape, self.rate / scale**2)
+        return NormalGamma(
+            (np.asarray(self.mean) - shift) / scale, self.kappa, self.shape, self.rate / scale**2
+        )
 
     def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> NGStats:
         size, mean, dev = _centred_group_moments(X, group_of, n_rows)

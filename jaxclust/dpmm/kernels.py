@@ -45,7 +45,9 @@ def iterate(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, alpha_p
     """One iteration (see the module docstring); ``alpha_prior`` as in :func:`jaxclust.dpmm.gibbs.sweep`."""
     k_sm, k_main, k_alpha = jax.random.split(key, 3)
     for r in range(spec.split_merge):
-        state = splitmerge.split_merge(jax.random.fold_in(k_sm, r), state, data, family, n_steps=spec.kmeans_steps)
+        state = splitmerge.split_merge(
+            jax.random.fold_in(k_sm, r), state, data, family, n_steps=spec.kmeans_steps
+        )
     if spec.sampler == "collapsed":
         if spec.gibbs:
             return gibbs.sweep(k_main, state, data, family, alpha_prior)

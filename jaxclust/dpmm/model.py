@@ -232,10 +232,18 @@ def sample(
         g = chains.repair_labels(item_labels[c], constraints)
         group_labels[c, : len(g)] = g
     data = gibbs.prepare(
-        prepared.X, constraints, family, dtype, partner_capacity, prepared.log_jacobian, sampler == "subcluster"
+        prepared.X,
+        constraints,
+        family,
+        dtype,
+        partner_capacity,
+        prepared.log_jacobian,
+        sampler == "subcluster",
     )
     # the colour loop is the parallel sampler's only; a fixed flag keeps the collapsed compile across rounds
-    constrained = sampler == "subcluster" and constraints is not None and len(constraints.cannot_link_groups) > 0
+    constrained = (
+        sampler == "subcluster" and constraints is not None and len(constraints.cannot_link_groups) > 0
+    )
     spec = Kernel(sampler, split_merge=split_merge, constrained=constrained)
     return chains.run_chains(
         k_run,

@@ -74,7 +74,9 @@ class DPMMKernel(MCMCKernel):
         constraints = as_constraints(constraints, X.shape[0])
         prepared = prepare_data(X, prior)
         self._family = prepared.family.astype(dtype)
-        self._data = gibbs.prepare(prepared.X, constraints, self._family, dtype, log_jacobian=prepared.log_jacobian)
+        self._data = gibbs.prepare(
+            prepared.X, constraints, self._family, dtype, log_jacobian=prepared.log_jacobian
+        )
         self._constraints = constraints
         self._alpha = check_positive(alpha, "alpha")
         ap = _check_alpha_prior(alpha_prior)

@@ -22,7 +22,9 @@ KW = dict(n_chains=2, n_burnin=30, n_samples=5, thin=2, random_state=0)
 
 def _standardised_blobs(n, d, centers, std, seed, sizes=None):
     if sizes is not None:
-        X, y = make_blobs(n_samples=sizes, n_features=d, cluster_std=std, random_state=seed, center_box=(-10, 10))
+        X, y = make_blobs(
+            n_samples=sizes, n_features=d, cluster_std=std, random_state=seed, center_box=(-10, 10)
+        )
     else:
         X, y = make_blobs(n_samples=n, n_features=d, centers=centers, cluster_std=std, random_state=seed)
     return (X - X.mean(0)) / X.std(0), y
