@@ -5,6 +5,15 @@ sampler moves as one block. Cannot-links are lifted to the group level: group ``
 any of its cannot-link partner groups. The padded partner table ``cannot_partners()`` of shape ``(G, capacity)``
 (``-1`` padding) becomes a mask over component slots inside a jitted sweep.
 
+Answers that may be wrong (soft constraints, Vlachos et al. 2010's suggested extension). An answer on ``(i, j)``
+with error rate ``0 < eps <= 1/2`` is an observation: ``p(must | z_i = z_j) = 1 - eps``,
+``p(must | z_i != z_j) = eps`` (cannot: the reverse). It neither joins groups nor forbids anything; the posterior
+gains the factor ``prod_answers p(a | z)``. Lifted to groups ``g != h``, the answers on a pair add up to one
+log-weight ``w_gh = sum_a s_a ln((1 - eps_a) / eps_a)`` (``s = +1`` for must, ``-1`` for cannot), so that
+``ln p(A | z) = const + sum_{g < h} w_gh 1[z_g = z_h]`` (``const`` = :attr:`log_answer_constant`).
+:meth:`partner_table` carries these weights in the same padded table as the cannot-links (which weigh
+``-inf``): with ``eps = 0`` an answer is a hard constraint, exactly as before.
+
 Example
 -------
 >>> c = Constraints(5, must_link=[(0, 1), (1, 2)], cannot_link=[(2, 3)])
@@ -64,6 +73,18 @@ def _entry(item: Any, name: str) -> tuple:
     return tuple(item)
 
 
+def _error_rate(value: Any, name: str, allow_zero: bool = True) -> float:
+    """An answer's error rate as a float in [0, 1/2] ((0, 1/2] when ``allow_zero`` is False)."""
+    try:
+        eps = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ConstraintError(f"{name}: expected a number in [0, 0.5], got {value!r}") from exc
+    if not (np.isfinite(eps) and 0.0 <= eps <= 0.5) or (eps == 0.0 and not allow_zero):
+        low = "[0" if allow_zero else "(0"
+        raise ConstraintError(f"{name}: expected a probability in {low}, 0.5], got {value!r}")
+    return eps
+
+
 def _next_pow2(x: int) -> int:
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
 
@@ -84,8 +105,14 @@ class Constraints:
         ``"drop"``: keep the earliest constraints and drop each later one that contradicts them (for noisy human
         answers); what was dropped is in :attr:`dropped`.
 
+    error_rate : float
+        0 (default): the pairs are hard constraints. In ``(0, 1/2]``: every pair given here is an answer that
+        is wrong with this probability (see the module docstring); use :meth:`from_answers` or
+        :meth:`with_answer` for a rate per answer.
+
     Malformed input (an index out of range, a non-integer index, a self cannot-link) always raises
-    :class:`~jaxclust.errors.ConstraintError`. Exact duplicates are kept once.
+    :class:`~jaxclust.errors.ConstraintError`. Exact duplicates of hard constraints are kept once; every soft
+    answer is kept (repeated or conflicting answers are evidence).
     """
 
     __slots__ = (
@@ -97,6 +124,10 @@ class Constraints:
         "_cl_group_keys",
         "_cl_groups",
         "_groups",
+        "_soft",
+        "_soft_groups",
+        "_soft_weights",
+        "_soft_const",
     )
 
     def __init__(
@@ -105,13 +136,25 @@ class Constraints:
         must_link: Iterable[Pair] = (),
         cannot_link: Iterable[Pair] = (),
         on_conflict: Literal["raise", "drop"] = "raise",
+        error_rate: float = 0.0,
     ):
         log = [(p, True) for p in _pair_list(must_link, "must_link")]
         log += [(p, False) for p in _pair_list(cannot_link, "cannot_link")]
-        self._init(n, log, on_conflict, dropped=())
+        eps = _error_rate(error_rate, "error_rate")
+        if eps > 0:
+            self._init(n, [], on_conflict, dropped=(), soft=[(p, must, eps) for p, must in log])
+        else:
+            self._init(n, log, on_conflict, dropped=())
 
     # construction -------------------------------------------------------------------------------------------
-    def _init(self, n: Any, log: Sequence[tuple[Any, bool]], on_conflict: str, dropped: Sequence) -> None:
+    def _init(
+        self,
+        n: Any,
+        log: Sequence[tuple[Any, bool]],
+        on_conflict: str,
+        dropped: Sequence,
+        soft: Sequence = (),
+    ) -> None:
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or int(n) < 1:
             raise InvalidInputError(f"n: expected a positive number of items, got {n!r}")
         if on_conflict not in ("raise", "drop"):
@@ -192,6 +235,45 @@ class Constraints:
         self._cl_groups = g
         self._cl_group_keys = np.sort(g[:, 0].astype(np.int64) * n + g[:, 1])
         self._groups = None
+        self._init_soft(soft)
+
+    def _init_soft(self, soft: Sequence) -> None:
+        """Validate the soft answers and lift them to group-pair log-weights (see the module docstring)."""
+        n = self._n
+        answers = []
+        const = 0.0
+        weights: dict[tuple[int, int], float] = {}
+        for pair, must, eps in soft:
+            kind = _KINDS[bool(must)]
+            i, j = _as_pair(pair, n, kind)
+            if i == j:
+                raise ConstraintError(f"{kind} answer ({i}, {j}): an answer needs two different items")
+            eps = _error_rate(eps, f"{kind} answer ({i}, {j}) error_rate", allow_zero=False)
+            answers.append(((i, j), bool(must), eps))
+            w = np.log1p(-eps) - np.log(eps)  # ln((1 - eps) / eps)
+            base = np.log(eps) if must else np.log1p(-eps)
+            w = w if must else -w
+            gi, gj = int(self._group_of[i]), int(self._group_of[j])
+            if gi == gj:  # always together: a constant factor
+                const += base + w
+                continue
+            const += base
+            key = (min(gi, gj), max(gi, gj))
+            if self._is_cannot_group(*key):  # never together: the constant alone
+                continue
+            weights[key] = weights.get(key, 0.0) + w
+        self._soft = tuple(answers)
+        self._soft_const = float(const)
+        keys = sorted(k for k, w in weights.items() if w != 0.0)
+        self._soft_groups = np.array(keys, dtype=np.int32).reshape(-1, 2)
+        self._soft_weights = np.array([weights[k] for k in keys], dtype=np.float64)
+        self._soft_groups.setflags(write=False)
+        self._soft_weights.setflags(write=False)
+
+    def _is_cannot_group(self, g: int, h: int) -> bool:
+        key = min(g, h) * self._n + max(g, h)
+        pos = np.searchsorted(self._cl_group_keys, key)
+        return bool(pos < len(self._cl_group_keys) and self._cl_group_keys[pos] == key)
 
     @classmethod
     def from_pairs(
@@ -238,10 +320,46 @@ class Constraints:
             cannot_link=zip(ia[~same].tolist(), ib[~same].tolist(), strict=True),
         )
 
-    def _with(self, i: int, j: int, must: bool) -> Constraints:
-        obj = Constraints.__new__(Constraints)
-        obj._init(self._n, list(self._log) + [((i, j), must)], self._on_conflict, dropped=self._dropped)
+    @classmethod
+    def from_answers(
+        cls,
+        n: int,
+        answers: Iterable[tuple],
+        on_conflict: Literal["raise", "drop"] = "raise",
+        error_rate: float = 0.0,
+    ) -> Constraints:
+        """From answers ``(i, j, kind)`` or ``(i, j, kind, error_rate)`` in order (kind ``"must"``/``"cannot"``).
+
+        An answer's error rate (default ``error_rate``) of 0 makes it a hard constraint; in ``(0, 1/2]`` a soft
+        one (see the module docstring). Hard answers that contradict each other follow ``on_conflict``; soft
+        ones are all kept.
+        """
+        hard, soft = [], []
+        for item in answers:
+            if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) not in (3, 4):
+                raise ConstraintError(f"answer {item!r}: expected (i, j, 'must' | 'cannot'[, error_rate])")
+            i, j, kind = item[:3]
+            if kind not in ("must", "cannot", True, False):
+                raise ConstraintError(f"answer {item!r}: kind must be 'must' or 'cannot', got {kind!r}")
+            must = kind in ("must", True)
+            eps = _error_rate(item[3] if len(item) == 4 else error_rate, f"answer {item!r} error_rate")
+            (soft if eps > 0 else hard).append(((i, j), must, eps))
+        obj = cls.__new__(cls)
+        obj._init(n, [(p, m) for p, m, _ in hard], on_conflict, dropped=(), soft=soft)
         return obj
+
+    def _with(self, i: int, j: int, must: bool, error_rate: float = 0.0) -> Constraints:
+        obj = Constraints.__new__(Constraints)
+        eps = _error_rate(error_rate, "error_rate")
+        log = list(self._log) + ([] if eps > 0 else [((i, j), must)])
+        soft = list(self._soft) + ([((i, j), must, eps)] if eps > 0 else [])
+        obj._init(self._n, log, self._on_conflict, dropped=self._dropped, soft=soft)
+        return obj
+
+    def with_answer(self, i: int, j: int, must: bool, error_rate: float = 0.0) -> Constraints:
+        """A new set with the answer "(i, j) must (or cannot) link" added, wrong with probability
+        ``error_rate`` (0: a hard constraint)."""
+        return self._with(i, j, bool(must), error_rate)
 
     def with_must_link(self, i: int, j: int) -> Constraints:
         """A new set with the must-link ``(i, j)`` added."""
@@ -284,8 +402,37 @@ class Constraints:
         """Constraints dropped because they contradicted earlier ones (``on_conflict="drop"``): ``((i, j), kind)``."""
         return self._dropped
 
+    @property
+    def answers(self) -> tuple[tuple[int, int, str, float], ...]:
+        """The soft answers ``(i, j, "must" | "cannot", error_rate)`` in insertion order (hard constraints are in
+        :attr:`pairs`)."""
+        return tuple((i, j, _KINDS[must], eps) for (i, j), must, eps in self._soft)
+
+    @property
+    def soft_link_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(edges (E, 2) int32 with g < h, weights (E,) float64)``: the soft answers' net log-weight per pair of
+        groups (pairs inside one group or across a hard cannot-link are constants, in
+        :attr:`log_answer_constant`)."""
+        return self._soft_groups, self._soft_weights
+
+    @property
+    def log_answer_constant(self) -> float:
+        """The part of ``ln p(answers | z)`` that does not depend on ``z``."""
+        return self._soft_const
+
+    def log_answer_likelihood(self, labels: Any) -> float:
+        """``ln p(soft answers | z)`` for item labels ``z`` (n,); hard constraints are not included."""
+        z = check_labels(labels, n=self._n, name="labels")
+        total = self._soft_const
+        if len(self._soft_groups):
+            first = np.array([m[0] for m in self.groups])
+            zg = z[first]
+            same = zg[self._soft_groups[:, 0]] == zg[self._soft_groups[:, 1]]
+            total += float(np.sum(self._soft_weights[same]))
+        return total
+
     def __len__(self) -> int:
-        return len(self._log)
+        return len(self._log) + len(self._soft)
 
     @property
     def group_of(self) -> np.ndarray:
@@ -326,9 +473,9 @@ class Constraints:
         return int(d.max()) if d.size else 0
 
     def colouring(self, n_rows: int | None = None) -> tuple[np.ndarray, int]:
-        """Greedy colouring (largest degree first) of the group-level cannot-link graph.
+        """Greedy colouring (largest degree first) of the group-level graph of cannot-links and soft answers.
 
-        Groups of one colour share no cannot-link, so a sampler may move all of them at once.
+        Groups of one colour share no cannot-link or answer, so a sampler may move all of them at once.
 
         Returns
         -------
@@ -338,7 +485,7 @@ class Constraints:
         """
         rows = self.n_groups if n_rows is None else int(n_rows)
         colour = np.zeros(rows, dtype=np.int32)
-        e = self._cl_groups
+        e = np.concatenate([self._cl_groups, self._soft_groups])
         if len(e) == 0:
             return colour, 1
         nbrs: dict[int, list[int]] = {}
@@ -389,6 +536,43 @@ class Constraints:
             out[src, slot] = dst
         return out
 
+    @property
+    def max_partner_degree(self) -> int:
+        """The largest number of partner groups (cannot-links and soft answers) of one group."""
+        e = np.concatenate([self._cl_groups, self._soft_groups])
+        return int(np.bincount(e.ravel(), minlength=self.n_groups).max()) if len(e) else 0
+
+    def partner_table(self, capacity: int | None = None, n_rows: int | None = None):
+        """Padded partner lists with log-weights: ``(partners (n_rows, capacity) int32, -1 padded; weights
+        (n_rows, capacity) float64)``, a cannot-link weighing ``-inf`` and a soft answer its net log-weight
+        (see the module docstring). ``capacity`` defaults to :attr:`max_partner_degree` rounded up to a power
+        of two."""
+        G = self.n_groups
+        rows = G if n_rows is None else int(n_rows)
+        if rows < G:
+            raise InvalidInputError(f"n_rows: {rows} is fewer than the {G} groups")
+        deg = self.max_partner_degree
+        cap = _next_pow2(max(deg, 1)) if capacity is None else int(capacity)
+        if cap < deg:
+            raise InvalidInputError(
+                f"capacity: {cap} is below the largest number of partners (cannot-links and answers) of one "
+                f"group ({deg})"
+            )
+        partners = np.full((rows, cap), -1, dtype=np.int32)
+        weights = np.zeros((rows, cap), dtype=np.float64)
+        e = np.concatenate([self._cl_groups, self._soft_groups])
+        w = np.concatenate([np.full(len(self._cl_groups), -np.inf), self._soft_weights])
+        if len(e):
+            src = np.concatenate([e[:, 0], e[:, 1]])
+            dst = np.concatenate([e[:, 1], e[:, 0]])
+            ww = np.concatenate([w, w])
+            order = np.lexsort((dst, src))
+            src, dst, ww = src[order], dst[order], ww[order]
+            slot = np.arange(len(src)) - np.searchsorted(src, src, side="left")
+            partners[src, slot] = dst
+            weights[src, slot] = ww
+        return partners, weights
+
     # queries ------------------------------------------------------------------------------------------------
     def status_codes(self, i: Any, j: Any) -> np.ndarray:
         """Vectorised status of pairs: int8 array, 1 = must (same group), -1 = cannot (implied), 0 = unknown."""
@@ -435,6 +619,7 @@ class Constraints:
             "on_conflict": self._on_conflict,
             "constraints": [[i, j, k] for i, j, k in self.pairs],
             "dropped": [[i, j, k] for (i, j), k in self._dropped],
+            "answers": [[i, j, k, eps] for i, j, k, eps in self.answers],
         }
 
     def to_json(self) -> str:
@@ -447,10 +632,11 @@ class Constraints:
             raise ConstraintError(f"from_dict: expected a dict, got {type(d).__name__}")
         if "n" not in d:
             raise ConstraintError(f"from_dict: no 'n' (number of items) among the keys {sorted(map(str, d))}")
-        unknown = sorted(str(k) for k in set(d) - {"n", "on_conflict", "constraints", "dropped"})
+        unknown = sorted(str(k) for k in set(d) - {"n", "on_conflict", "constraints", "dropped", "answers"})
         if unknown:
             raise ConstraintError(
-                f"from_dict: unknown keys {unknown} (expected 'n', 'on_conflict', 'constraints', 'dropped')"
+                f"from_dict: unknown keys {unknown} (expected 'n', 'on_conflict', 'constraints', 'dropped', "
+                "'answers')"
             )
         entries = _pair_list(d.get("constraints", []), "constraints")
         obj = cls.from_pairs(
@@ -463,6 +649,16 @@ class Constraints:
                 raise ConstraintError(f"dropped: entry {item!r} has kind {k!r}, expected 'must' or 'cannot'")
             dropped.append(((_as_index(i, obj.n, "dropped"), _as_index(j, obj.n, "dropped")), k))
         obj._dropped = tuple(dropped)
+        soft = []
+        for item in _pair_list(d.get("answers", []), "answers"):
+            if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 4:
+                raise ConstraintError(f"answers: entry {item!r} is not [i, j, 'must' | 'cannot', error_rate]")
+            i, j, k, eps = item
+            if k not in ("must", "cannot"):
+                raise ConstraintError(f"answers: entry {item!r} has kind {k!r}, expected 'must' or 'cannot'")
+            soft.append(((i, j), k == "must", eps))
+        if soft:
+            obj._init_soft(soft)
         return obj
 
     @classmethod
@@ -475,14 +671,20 @@ class Constraints:
         return cls.from_dict(d)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Constraints) and self._n == other._n and self._log == other._log
+        return (
+            isinstance(other, Constraints)
+            and self._n == other._n
+            and self._log == other._log
+            and self._soft == other._soft
+        )
 
     def __hash__(self) -> int:
-        return hash((self._n, self._log))
+        return hash((self._n, self._log, self._soft))
 
     def __repr__(self) -> str:
         ml, cl = len(self.must_link), len(self.cannot_link)
-        return f"Constraints(n={self._n}, must_link={ml}, cannot_link={cl}, groups={self.n_groups})"
+        soft = f", answers={len(self._soft)}" if self._soft else ""
+        return f"Constraints(n={self._n}, must_link={ml}, cannot_link={cl}{soft}, groups={self.n_groups})"
 
 
 def _ml_path(edges: Sequence[Pair], a: int, b: int) -> list[Pair]:

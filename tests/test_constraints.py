@@ -168,3 +168,58 @@ def test_duplicates_are_kept_once_and_objects_are_immutable():
     assert len(c) == 1 and len(c2) == 2
     with pytest.raises(ValueError):
         c.group_of[0] = 3
+
+
+# --- answers that may be wrong (soft constraints) ---------------------------------------------------------------
+def _direct_answer_loglik(answers, z):
+    return sum(
+        np.log(1 - eps) if (z[i] == z[j]) == (kind == "must") else np.log(eps) for i, j, kind, eps in answers
+    )
+
+
+def test_soft_answers_lift_to_group_weights_and_match_the_likelihood():
+    c = Constraints.from_answers(
+        7,
+        [
+            (0, 1, "must"),  # hard: joins 0 and 1
+            (2, 3, "cannot"),  # hard
+            (1, 4, "must", 0.1),
+            (0, 4, "cannot", 0.2),  # a second person, disagreeing (same groups: weights add)
+            (2, 3, "must", 0.3),  # across a hard cannot-link: a constant
+            (0, 1, "cannot", 0.1),  # inside a hard group: a constant
+            (5, 6, "must", 0.5),  # uninformative: weight 0, dropped from the table
+        ],
+    )
+    assert c.must_link == ((0, 1),) and c.cannot_link == ((2, 3),) and len(c.answers) == 5
+    edges, weights = c.soft_link_groups
+    assert edges.tolist() == [[0, 3]]  # groups: {0,1}=0, {2}=1, {3}=2, {4}=3, {5}=4, {6}=5
+    np.testing.assert_allclose(weights, [np.log(0.9 / 0.1) - np.log(0.8 / 0.2)])
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        z = rng.integers(0, 3, 7)
+        z[1] = z[0]
+        z[3] = z[2] + 3  # satisfy the hard constraints
+        assert c.log_answer_likelihood(z) == pytest.approx(_direct_answer_loglik(c.answers, z))
+    partners, w = c.partner_table(4, n_rows=7)
+    assert partners[0].tolist() == [3, -1, -1, -1] and partners[1].tolist() == [2, -1, -1, -1]
+    assert np.isneginf(w[1, 0]) and w[0, 0] == pytest.approx(weights[0])
+    assert c.check_assignment(np.array([0, 0, 1, 1, 0, 0, 0])) == [(2, 3, "cannot")]  # answers never violate
+    assert Constraints.from_dict(c.to_dict()) == c and Constraints.from_json(c.to_json()) == c
+    # every colour class is free of cannot-links and answers
+    colour, k = c.colouring()
+    assert k >= 2 and colour[0] != colour[3] and colour[1] != colour[2]
+
+
+def test_error_rate_zero_is_a_hard_constraint_and_bad_rates_are_named():
+    hard = Constraints(4, must_link=[(0, 1)], cannot_link=[(1, 2)])
+    assert Constraints.from_answers(4, [(0, 1, "must", 0.0), (1, 2, "cannot", 0)]) == hard
+    assert Constraints(4).with_answer(0, 1, True).with_answer(1, 2, False) == hard
+    soft = Constraints(4, must_link=[(0, 1)], cannot_link=[(0, 1)], error_rate=0.2)  # conflicting: both kept
+    assert len(soft.answers) == 2 and soft.must_link == () and soft.soft_link_groups[0].shape == (0, 2)
+    for bad in (-0.1, 0.6, float("nan"), "x"):
+        with pytest.raises(ConstraintError, match="error_rate"):
+            Constraints(4, must_link=[(0, 1)], error_rate=bad)
+    with pytest.raises(ConstraintError, match=r"answer \(0, 1, 'must', 0.7\) error_rate"):
+        Constraints.from_answers(4, [(0, 1, "must", 0.7)])
+    with pytest.raises(ConstraintError, match=r"must answer \(2, 2\)"):
+        Constraints(4).with_answer(2, 2, True, 0.1)

@@ -146,7 +146,8 @@ class ActiveLearner:
     warm_start : bool
         Start each refit from the previous chains' final states (see the module docstring).
     warm_burnin : int or None
-        Burn-in sweeps of a warm refit; default ``max(10, model.n_burnin // 5)``.
+        Burn-in sweeps of a warm refit; default ``max(10, model.n_burnin // 5)`` (10 when the model's
+        ``n_burnin`` is ``None``, i.e. its own default).
     block_size : int or None
         Row block of the entropy sweep.
     progress : bool
@@ -242,7 +243,8 @@ class ActiveLearner:
     def _warm_burnin(self, model) -> int:
         burn = self.warm_burnin
         if burn is None:
-            burn = max(10, int(getattr(model, "n_burnin", 50)) // 5)
+            full = getattr(model, "n_burnin", None)  # None: the model picks its own (e.g. DPMM's defaults)
+            burn = max(10, int(full if full is not None else 50) // 5)
         return int(burn)
 
     def _fit(self, model, X, constraints, seed: int, warm_from=None, n_burnin=None):

@@ -19,6 +19,7 @@ import numpy as np
 
 from jaxclust.dpmm import gibbs
 from jaxclust.dpmm.kernels import Kernel, iterate
+from jaxclust.errors import InvalidInputError
 
 __all__ = [
     "ChainResult",
@@ -202,6 +203,11 @@ def run_chains(
     """
     group_labels = np.asarray(group_labels, dtype=np.int32)
     n_chains = group_labels.shape[0]
+    if spec.sampler == "subcluster" and not spec.constrained and bool(np.any(np.asarray(data.partners) >= 0)):
+        raise InvalidInputError(
+            "spec: Kernel('subcluster', constrained=False) would ignore the data's cannot-links and answers; "
+            "use constrained=True"
+        )
     n_groups = int(np.sum(np.asarray(data.valid)))
     # slots in use: labels index slots directly (repaired labels are compact: this is the component count)
     n_used = int(group_labels[:, :n_groups].max()) + 1 if n_groups else 1

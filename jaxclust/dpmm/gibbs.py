@@ -7,13 +7,16 @@ slot k holding n_k items (Neal 2000, Alg. 3, extended to blocks; ALGORITHMS.md s
     P(z_G = new) ∝ α · Γ(m) · p(X_G)                           (the first empty slot)
 
 Cannot-links are a mask over slots gathered from the padded partner lists, so the sweep is the same code with
-or without constraints and runs under ``vmap`` over chains. Group arrays are padded to ``n`` rows (padded rows
-have size 0 and never move), so adding constraints between rounds keeps every shape.
+or without constraints and runs under ``vmap`` over chains. Soft answers (answers wrong with probability eps,
+:class:`jaxclust.Constraints`) ride in the same table as log-weights: slot k's log weight gains
+``sum over the group's answered partners in k of w``, ``w = +-ln((1 - eps) / eps)`` (+ must, - cannot); the
+partners outside k contribute the same factor to every option and drop out, and "new" gains 0. Group arrays
+are padded to ``n`` rows (padded rows have size 0 and never move), so adding constraints between rounds keeps
+every shape.
 
 Capacity: ``K`` slots per state. If a group needs a new component and every slot is occupied the new option is
 unavailable, and ``overflow`` is set: the caller (:func:`jaxclust.dpmm.chains.run_chains`) then grows K and
-redoes
-the block, so no draw is ever silently truncated.
+redoes the block, so no draw is ever silently truncated.
 
 Usage::
 
@@ -38,6 +41,8 @@ from jaxclust.dpmm.alpha import escobar_west
 MIN_PARTNER_CAPACITY = 8
 
 __all__ = [
+    "partner_terms",
+    "answer_log_likelihood",
     "GroupData",
     "GibbsState",
     "prepare",
@@ -55,7 +60,9 @@ class GroupData(NamedTuple):
 
     stats : family statistics, leading axis n_rows (rows >= n_groups have size 0)
     valid : (n_rows,) bool, True for real groups
-    partners : (n_rows, cap) int32 group-level cannot-link partners, -1 padded
+    partners : (n_rows, cap) int32 group-level partners (cannot-links and soft answers), -1 padded
+    partner_w : (n_rows, cap) float log-weight of each partner: -inf for a cannot-link, the answers' net
+        ``ln((1 - eps) / eps)`` (+ for must, - for cannot) for soft answers (:class:`jaxclust.Constraints`)
     group_of : (n_items,) int32 group of each item
     n_items : () float, N (for the CRP normaliser and the alpha update)
     log_const : () float, a z-independent constant of the log joint (multinomial coefficients)
@@ -68,6 +75,7 @@ class GroupData(NamedTuple):
     stats: Any
     valid: jax.Array
     partners: jax.Array
+    partner_w: jax.Array
     group_of: jax.Array
     n_items: jax.Array
     log_const: jax.Array
@@ -128,16 +136,18 @@ def prepare(
         group_of = np.arange(n, dtype=np.int32)
         n_groups = n
         partners = np.full((n, partner_capacity or MIN_PARTNER_CAPACITY), -1, dtype=np.int32)
+        partner_w = np.zeros(partners.shape)
     else:
         group_of = np.asarray(constraints.group_of, dtype=np.int32)
         n_groups = constraints.n_groups
         cap = partner_capacity
-        if cap is None or cap < constraints.max_degree:  # unset or outgrown: the geometric default
-            cap = max(MIN_PARTNER_CAPACITY, _next_pow2(constraints.max_degree))
-        partners = constraints.cannot_partners(cap, n_rows=n)
+        degree = constraints.max_partner_degree
+        if cap is None or cap < degree:  # unset or outgrown: the geometric default
+            cap = max(MIN_PARTNER_CAPACITY, _next_pow2(degree))
+        partners, partner_w = constraints.partner_table(cap, n_rows=n)
     stats = family.group_stats(X, group_of, n)
     log_const = float(np.sum(stats.coef)) if hasattr(stats, "coef") else 0.0
-    log_const += float(log_jacobian)
+    log_const += float(log_jacobian) + (0.0 if constraints is None else constraints.log_answer_constant)
     colour, n_colours = (np.zeros(n, np.int32), 1) if constraints is None else constraints.colouring(n)
     stats = jax.tree.map(lambda a: jnp.asarray(a, dtype), stats)
     feat = family.loglik_features(stats) if features else jnp.zeros((n, 0), dtype)
@@ -145,6 +155,7 @@ def prepare(
         stats=stats,
         valid=jnp.asarray(np.arange(n) < n_groups),
         partners=jnp.asarray(partners),
+        partner_w=jnp.asarray(partner_w, dtype),
         group_of=jnp.asarray(group_of),
         n_items=jnp.asarray(n, dtype),
         log_const=jnp.asarray(log_const, dtype),
@@ -165,8 +176,28 @@ def _refresh(z, data: GroupData, family, K: int):
     return counts, family.slots_from_groups(z, data.stats, K)
 
 
-def log_joint(counts, slots, alpha, data: GroupData, family) -> jax.Array:
-    """``ln p(X, z | alpha)``: CRP partition prior plus each occupied slot's log marginal likelihood."""
+def partner_terms(partner_slot, partner_w, slot_ids):
+    """For one group: ``(forbidden (K,), soft (K,))`` from its partners' slots (cap,) and weights (cap,): the
+    slots of cannot-linked partners, and per slot the summed log-weights of the soft answers with partners
+    in it (0 where none, so hard-only constraints give exactly the mask)."""
+    hit = partner_slot[:, None] == slot_ids[None, :]  # (cap, K)
+    hard = jnp.isneginf(partner_w)[:, None]
+    forbidden = jnp.any(hit & hard, axis=0)
+    soft = jnp.sum(jnp.where(hit & ~hard, partner_w[:, None], 0.0), axis=0)
+    return forbidden, soft
+
+
+def answer_log_likelihood(z, data: GroupData) -> jax.Array:
+    """The ``z``-dependent part of ``ln p(answers | z)``: the soft weights of partner pairs sharing a slot
+    (each pair seen from both ends, so halved). Cannot-links (``-inf``) are satisfied in every valid state."""
+    p = data.partners
+    same = (p >= 0) & (z[jnp.maximum(p, 0)] == z[:, None]) & data.valid[:, None]
+    return 0.5 * jnp.sum(jnp.where(same & ~jnp.isneginf(data.partner_w), data.partner_w, 0.0))
+
+
+def log_joint(counts, slots, alpha, data: GroupData, family, z=None) -> jax.Array:
+    """``ln p(X, A, z | alpha)``: CRP partition prior, each occupied slot's log marginal likelihood and (with
+    ``z``) the soft answers' likelihood."""
     occupied = counts > 0
     n_comp = occupied.sum()
     crp = (
@@ -176,7 +207,8 @@ def log_joint(counts, slots, alpha, data: GroupData, family) -> jax.Array:
         + jnp.sum(jnp.where(occupied, gammaln(jnp.where(occupied, counts, 1.0)), 0.0))
     )
     lml = jnp.sum(jnp.where(occupied, family.log_marginal(slots), 0.0))
-    return crp + lml + data.log_const
+    answers = 0.0 if z is None else answer_log_likelihood(z, data)
+    return crp + lml + answers + data.log_const
 
 
 def init(z, data: GroupData, family, alpha, capacity: int) -> GibbsState:
@@ -186,7 +218,7 @@ def init(z, data: GroupData, family, alpha, capacity: int) -> GibbsState:
     alpha = jnp.asarray(alpha, data.n_items.dtype)
     counts, slots = _refresh(z, data, family, capacity)
     return GibbsState(
-        z, counts, slots, alpha, jnp.asarray(False), log_joint(counts, slots, alpha, data, family)
+        z, counts, slots, alpha, jnp.asarray(False), log_joint(counts, slots, alpha, data, family, z)
     )
 
 
@@ -259,11 +291,11 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
             crp_table[c_int + m_int] - crp_table[c_int],
             jnp.where(is_new, log_alpha + crp_table[m_int], neg_inf),
         )
-        # cannot-links: forbid the slots of the group's partners
+        # cannot-links forbid the slots of the group's partners; soft answers weigh them
         partners = data.partners[g]
         partner_slot = jnp.where(partners >= 0, z[jnp.maximum(partners, 0)], -1)
-        forbidden = jnp.any(partner_slot[:, None] == slot_ids[None, :], axis=0)
-        logits = jnp.where(forbidden, neg_inf, log_w + family.log_pred(slots, gs, counts, table))
+        forbidden, soft = partner_terms(partner_slot, data.partner_w[g], slot_ids)
+        logits = jnp.where(forbidden, neg_inf, log_w + family.log_pred(slots, gs, counts, table) + soft)
         logits = jnp.where(valid, logits, jnp.where(slot_ids == k_old, 0.0, neg_inf))
         overflow = overflow | (valid & ~has_empty)
         # inverse-CDF draw: one uniform, first index whose cumulative weight exceeds it
@@ -290,7 +322,9 @@ def finish(key, z, state: GibbsState, data: GroupData, family, alpha_prior=None)
         n_comp = jnp.sum(counts > 0).astype(counts.dtype)
         drawn = escobar_west(key, alpha, n_comp, data.n_items, alpha_prior[0], alpha_prior[1])
         alpha = jnp.where(alpha_prior[2], drawn, alpha) if len(alpha_prior) == 3 else drawn
-    return GibbsState(z, counts, slots, alpha, state.overflow, log_joint(counts, slots, alpha, data, family))
+    return GibbsState(
+        z, counts, slots, alpha, state.overflow, log_joint(counts, slots, alpha, data, family, z)
+    )
 
 
 def build_kernel(family, alpha_prior=None):

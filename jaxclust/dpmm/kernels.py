@@ -31,7 +31,8 @@ class Kernel(NamedTuple):
     split_merge : int, split-merge rounds per iteration (0: none)
     gibbs : bool, collapsed only: run the Gibbs sweep (False leaves split-merge alone, for tests)
     kmeans_steps : int, 2-means steps of each split launch
-    constrained : bool, subcluster only: some cannot-links exist (run the colour loop)
+    constrained : bool, subcluster only: run the colour loop over cannot-links and soft answers; False is a
+        shortcut for data without any (``run_chains`` refuses it for data that has some)
     """
 
     sampler: str = "collapsed"

@@ -36,7 +36,9 @@ One round
    ratio of collapsed posteriors ``pi(z') / pi(z)`` (CRP over items; the CRP normaliser cancels), the second
    the reverse/forward proposal ratio, the last the placement's target ratio. A merge of two components joined
    by any cannot-link has prior 0 and is rejected; a split of a feasible component is always feasible (groups
-   are atomic, and no cannot-link lies inside one component).
+   are atomic, and no cannot-link lies inside one component). Soft answers between A and B (error rate eps,
+   :class:`jaxclust.Constraints`) add ``-W`` to ``ln a_split`` (and ``+W`` to the merge's), ``W`` the sum of
+   their log-weights ``+-ln((1 - eps) / eps)``: the split is what makes those answers' pairs apart.
 
 The kernel changes the partition only; the new component of an accepted split takes any free slot. If a split
 is accepted and no slot is free, ``overflow`` is set and the caller grows the slots and redoes the block
@@ -221,11 +223,18 @@ def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, 
         - log_q
     )
 
-    # cannot-links between the two components of a merge pair
-    partners = data.partners
-    p_lab = jnp.where(partners >= 0, lab[jnp.maximum(partners, 0)], -1)
-    across = (partners >= 0) & (p_lab // 2 == pair[:, None]) & (p_lab != lab[:, None])
-    blocked = jax.ops.segment_max(jnp.any(across, -1) & valid, pseg, num_segments=n_pairs) > 0
+    # cannot-links between the two components of a merge pair block it; soft answers between the two parts
+    # weigh the move: a split makes them "apart", so ln p(A | z') - ln p(A | z) = -(their summed weights)
+    partners, weights = data.partners, data.partner_w
+    has = (partners >= 0) & valid[:, None]
+    p_lab = jnp.where(has, lab[jnp.maximum(partners, 0)], -1)
+    hard = jnp.isneginf(weights)
+    across = has & hard & (p_lab // 2 == pair[:, None]) & (p_lab != lab[:, None])
+    blocked = jax.ops.segment_max(jnp.any(across, -1), pseg, num_segments=n_pairs) > 0
+    p_part = part[jnp.maximum(partners, 0)]
+    cross = has & ~hard & (p_lab // 2 == pair[:, None]) & (p_part != part[:, None])
+    w_cross = 0.5 * _segsum(jnp.sum(jnp.where(cross, weights, 0.0), -1), pseg, n_pairs)
+    log_ratio = log_ratio - w_cross
 
     # 4. sequential acceptance (only K, the free slots and the overflow flag are carried)
     can_split = is_split & (m_union >= 2)
@@ -269,7 +278,12 @@ def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, 
         counts = counts.at[idx].set(st.size, mode="drop")
         slots = put(slots, idx, family.slots_from_stats(st))
     return gibbs.GibbsState(
-        z_new, counts, slots, state.alpha, overflow, gibbs.log_joint(counts, slots, state.alpha, data, family)
+        z_new,
+        counts,
+        slots,
+        state.alpha,
+        overflow,
+        gibbs.log_joint(counts, slots, state.alpha, data, family, z_new),
     )
 
 

@@ -24,8 +24,9 @@ anchors is preserved by the move, and within it the conditional *is* the product
 parallel draw is an exact Gibbs update (restricted to that set). Components never die here; they die by
 merges.
 
-Cannot-links couple groups too: two cannot-linked groups updated at once could land together. The host
-colours the group-level cannot-link graph greedily (:meth:`jaxclust.Constraints.colouring`);
+Cannot-links and soft answers (log-weights on partners' components, as in the collapsed sweep) couple groups
+too: two cannot-linked groups updated at once could land together. The host colours the group-level graph of
+cannot-links and answers greedily (:meth:`jaxclust.Constraints.colouring`);
 step 3 runs once per colour class, each class in parallel and conditioned on the current components of its
 partners (a mask, as in the collapsed sweep). Groups without cannot-links are all in class 0, so a few
 hundred answers cost a few extra masked passes, not a re-computation of the likelihoods.
@@ -83,16 +84,19 @@ def restricted_step(key, state: gibbs.GibbsState, data: gibbs.GroupData, family,
         u = jax.random.uniform(k_u, z.shape, dtype)
         return jnp.where(movable, draw(logits, u), z)
 
-    partners = data.partners
+    partners, weights = data.partners, data.partner_w
+    hard = jnp.isneginf(weights)
 
     def body(c, z):
-        has = partners >= 0
-        p_slot = jnp.where(has, z[jnp.maximum(partners, 0)], -1)
+        p_slot = jnp.where(partners >= 0, z[jnp.maximum(partners, 0)], -1)
         forbidden = jnp.zeros(logits.shape, bool)
+        soft = jnp.zeros(logits.shape, logits.dtype)
         for col in range(partners.shape[1]):  # static width: (rows, V) per partner column, no (rows, cap, V)
-            forbidden = forbidden | (p_slot[:, col : col + 1] == slot_ids[None, :])
+            hit = p_slot[:, col : col + 1] == slot_ids[None, :]
+            forbidden = forbidden | (hit & hard[:, col : col + 1])
+            soft = soft + jnp.where(hit & ~hard[:, col : col + 1], weights[:, col : col + 1], 0.0)
         u = jax.random.uniform(jax.random.fold_in(k_u, c), z.shape, dtype)
-        new = draw(jnp.where(forbidden, -jnp.inf, logits), u)
+        new = draw(jnp.where(forbidden, -jnp.inf, logits + soft), u)
         return jnp.where(movable & (data.colour == c), new, z)
 
     return jax.lax.fori_loop(0, data.n_colours, body, z)

@@ -64,6 +64,17 @@ def canonical(labels) -> tuple:
     return tuple(seen.setdefault(lab, len(seen)) for lab in labels)
 
 
+def answers_log_likelihood(constraints, z) -> float:
+    """ln p(soft answers | z), straight from the model: each answer is right with probability 1 - eps."""
+    if constraints is None:
+        return 0.0
+    total = 0.0
+    for i, j, kind, eps in constraints.answers:
+        right = (z[i] == z[j]) == (kind == "must")
+        total += math.log(1 - eps) if right else math.log(eps)
+    return total
+
+
 def exact_posterior(X, constraints, alpha=None, alpha_prior=None):
     n = len(X)
     parts = list(set_partitions(n))
@@ -84,7 +95,7 @@ def exact_posterior(X, constraints, alpha=None, alpha_prior=None):
             continue
         z = np.array(z)
         K = z.max() + 1
-        lp = 0.0
+        lp = answers_log_likelihood(constraints, z)
         for k in range(K):
             members = tuple(np.flatnonzero(z == k))
             if members not in cache:
@@ -133,6 +144,22 @@ CASES = {
     "must": Constraints(6, must_link=[(0, 2), (3, 5)]),
     "cannot": Constraints(6, cannot_link=[(0, 1), (4, 5), (2, 3)]),
     "both": Constraints(6, must_link=[(0, 1), (2, 4)], cannot_link=[(1, 2), (3, 5)]),
+    # answers that may be wrong: a strong wrong-looking must (0, 5), two people disagreeing on (1, 4), and
+    # soft answers beside hard constraints (the hard must (2, 3) makes the soft (2, 3) a constant)
+    "soft": Constraints.from_answers(
+        6,
+        [
+            (0, 5, "must", 0.05),
+            (1, 4, "must", 0.2),
+            (1, 4, "cannot", 0.3),
+            (2, 3, "cannot", 0.1),
+            (0, 1, "cannot", 0.25),
+        ],
+    ),
+    "soft+hard": Constraints.from_answers(
+        6,
+        [(2, 3, "must"), (0, 5, "cannot"), (0, 4, "must", 0.1), (2, 3, "cannot", 0.2), (1, 5, "must", 0.15)],
+    ),
 }
 
 
@@ -178,8 +205,11 @@ def moved_fraction(samples, start) -> float:
     return float(np.mean([a != canonical(b) for a, b in zip(last, start, strict=True)]))
 
 
-@pytest.mark.parametrize("alpha_prior", [None, (2.0, 1.5)], ids=["alpha_fixed", "alpha_inferred"])
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize(
+    "case, alpha_prior",
+    [(c, None) for c in CASES] + [(c, (2.0, 1.5)) for c in ("none", "both", "soft+hard")],
+    ids=[f"{c}-alpha_fixed" for c in CASES] + [f"{c}-alpha_inferred" for c in ("none", "both", "soft+hard")],
+)
 def test_subcluster_sampler_keeps_the_exact_posterior(case, alpha_prior):
     """Started from exact draws, the sub-cluster sampler (split-merge + parallel restricted step) still
     samples the exact posterior after 34 iterations, and most chains have moved."""
@@ -214,6 +244,7 @@ X5 = X6[:5]
 CASES5 = {
     "none": None,
     "both": Constraints(5, must_link=[(0, 1)], cannot_link=[(1, 2), (3, 4)]),
+    "soft": Constraints.from_answers(5, [(0, 4, "must", 0.05), (1, 2, "cannot", 0.2), (3, 4, "cannot", 0.1)]),
 }
 
 
@@ -267,6 +298,14 @@ def test_threshold_has_power_against_wrong_laws():
     no_mask = Constraints(6, must_link=c.must_link)
     _, exact_no_mask = exact_posterior(X6, no_mask, alpha=0.8)
     assert 0.5 * np.abs(exact_no_mask - exact).sum() > 0.03
+    # ignoring the soft answers, or taking them as hard constraints, is far from the law with them
+    soft = CASES["soft"]
+    _, with_answers = exact_posterior(X6, soft, alpha=0.8)
+    _, without = exact_posterior(X6, None, alpha=0.8)
+    assert 0.5 * np.abs(with_answers - without).sum() > 0.03
+    hard = Constraints(6, must_link=[(0, 5)], cannot_link=[(2, 3), (0, 1)])
+    _, as_hard = exact_posterior(X6, hard, alpha=0.8)
+    assert 0.5 * np.abs(with_answers - as_hard).sum() > 0.03
 
 
 def test_partitions_enumeration_is_bell_6():
