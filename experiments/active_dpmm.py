@@ -96,7 +96,7 @@ def _ng_logpred(family, train, samples, alphas, test, K):
     N = samples.shape[1]
 
     def one(z, alpha):
-        slots = family.slots_from_groups(z, jax.nn.one_hot(z, K, dtype=alphas.dtype), train)  # (K,)
+        slots = family.slots_from_groups(z, train, K)  # (K,)
         # one extra slot for a new component: the prior (an empty slot's posterior is the prior too)
         new = jax.tree.map(lambda a: a[None], family.prior_slot())
         slots = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), slots, new)
