@@ -15,6 +15,12 @@ and grid axes (lists); the runs are the Cartesian product of the axes over the f
     set = ["general", "bio-top"]
     seed = [0, 1, 2]
 
+    [linked]                     # an axis of parameters that vary together: each table is merged into the run
+    curve = [
+      { strategy = "batch", n_queries = 200 },
+      { strategy = "random", n_queries = 1000 },
+    ]
+
     [[include]]                  # one more run: fixed + these values
     set = "general-full"
     seed = 0
@@ -23,13 +29,15 @@ and grid axes (lists); the runs are the Cartesian product of the axes over the f
     set = "bio-top"
     seed = 2
 
-    [quick]                      # --quick: replaces the fixed values / grid axes / include / exclude it names
-    fixed = { n_active = 20 }
+    [quick]                      # --quick: replaces the fixed values, axes, include or exclude it names
+    fixed = { n_queries = 20 }
     grid = { set = ["bio-top"], seed = [0] }
 
-A run's id is a readable slug of the values that vary (its grid and include keys) and a short hash of the kind
-and *all* its parameters (``set-bio-top_seed-0-3f9a1c02e4``): the same parameters give the same id in every
-invocation, different parameters a different hash. Numbers are hashed by value (``1`` and ``1.0`` are the same).
+The runs are the product of the ``[grid]`` and ``[linked]`` axes, in config order (the first axis varies
+slowest). A run's id is a readable slug of the values that vary (its grid, linked and include keys) and a short
+hash of the kind and *all* its parameters (``set-bio-top_seed-0-3f9a1c02e4``): the same parameters give the
+same id in every invocation, different parameters a different hash. Numbers are hashed by value (``1`` and
+``1.0`` are the same).
 """
 
 from __future__ import annotations
@@ -53,8 +61,8 @@ else:  # pragma: no cover - Python 3.10: the tomli backport (a dependency there)
 
 __all__ = ["Run", "ExperimentConfig", "load_config", "parse_config", "run_id", "params_hash", "canonical"]
 
-TOP_KEYS = ("kind", "name", "description", "fixed", "grid", "include", "exclude", "quick")
-QUICK_KEYS = ("fixed", "grid", "include", "exclude")
+TOP_KEYS = ("kind", "name", "description", "fixed", "grid", "linked", "include", "exclude", "quick")
+QUICK_KEYS = ("fixed", "grid", "linked", "include", "exclude")
 HASH_LEN = 10
 SLUG_MAX = 80
 
@@ -81,6 +89,7 @@ class ExperimentConfig:
     description: str = ""
     fixed: dict = field(default_factory=dict)
     grid: dict = field(default_factory=dict)
+    linked: dict = field(default_factory=dict)
     include: list = field(default_factory=list)
     exclude: list = field(default_factory=list)
     quick: dict = field(default_factory=dict)
@@ -96,19 +105,22 @@ class ExperimentConfig:
         if not quick:
             return self
         q = self.quick
-        fixed, grid = dict(self.fixed), dict(self.grid)
+        fixed, grid, linked = dict(self.fixed), dict(self.grid), dict(self.linked)
         for k, v in q.get("fixed", {}).items():
             grid.pop(k, None)
             fixed[k] = v
         for k, v in q.get("grid", {}).items():
             fixed.pop(k, None)
             grid[k] = v
+        for k, v in q.get("linked", {}).items():
+            linked[k] = v
         return ExperimentConfig(
             kind=self.kind,
             name=self.name,
             description=self.description,
             fixed=fixed,
             grid=grid,
+            linked=linked,
             include=list(q.get("include", self.include)),
             exclude=list(q.get("exclude", self.exclude)),
             quick={},
@@ -123,9 +135,16 @@ class ExperimentConfig:
         """
         cfg = self.settings(quick)
         axes = list(cfg.grid)
+        lists = [cfg.grid[a] for a in axes] + list(cfg.linked.values())
         points = []
-        for values in itertools.product(*(cfg.grid[a] for a in axes)):
-            points.append(({**cfg.fixed, **dict(zip(axes, values, strict=True))}, axes))
+        for values in itertools.product(*lists):
+            params, varying = dict(cfg.fixed), list(axes)
+            for a, v in zip(axes, values[: len(axes)], strict=True):
+                params[a] = v
+            for table in values[len(axes) :]:
+                params.update(table)
+                varying += [k for k in table if k not in varying]
+            points.append((params, varying))
         for extra in cfg.include:
             points.append(({**cfg.fixed, **extra}, [*axes, *(k for k in extra if k not in axes)]))
         runs, seen = [], set()
@@ -227,6 +246,15 @@ def _line_of(text: str, table: str, key: str | None) -> int | None:
             return n  # dotted key at the top level
         if current == parent and parent and name == f"{leaf}.{key}":
             return n
+    if key is not None and table_line is not None:  # inside an array of inline tables: curve = [ { key = ...
+        section = ""
+        for n, raw in enumerate(text.splitlines(), 1):
+            line = raw.split("#", 1)[0].strip()
+            header = re.match(r"^\[\[?\s*([^\]]+?)\s*\]\]?$", line)
+            if header:
+                section = header.group(1).replace(" ", "")
+            elif section == table and n > table_line and re.search(rf"[{{,]\s*{re.escape(key)}\s*=", line):
+                return n
     return table_line
 
 
@@ -277,9 +305,12 @@ def parse_config(text: str, path: Path | str | None = None, name: str | None = N
     for k in grid:
         if k in fixed:
             raise _err(path, text, "grid", k, "is also in [fixed]: give a parameter in one of them")
+    linked = _table(data, "linked", path, text)
+    _check_linked(linked, "linked", path, text, set(grid))
     include = _runs_list(data, "include", path, text)
     exclude = _runs_list(data, "exclude", path, text)
     known = set(fixed) | set(grid) | {k for inc in include for k in inc}
+    known |= {k for tables in linked.values() for t in tables for k in t}
     for i, ex in enumerate(exclude):
         for k in ex:
             if k not in known:
@@ -293,6 +324,9 @@ def parse_config(text: str, path: Path | str | None = None, name: str | None = N
     if "grid" in quick:
         _table(quick, "grid", path, text, prefix="quick.")
         _check_grid(quick["grid"], "quick.grid", path, text)
+    if "linked" in quick:
+        _table(quick, "linked", path, text, prefix="quick.")
+        _check_linked(quick["linked"], "quick.linked", path, text, set(quick.get("grid", {})))
     for key in ("include", "exclude"):
         if key in quick:
             _runs_list(quick, key, path, text, prefix="quick.")
@@ -303,6 +337,7 @@ def parse_config(text: str, path: Path | str | None = None, name: str | None = N
         description=data.get("description", ""),
         fixed=fixed,
         grid=grid,
+        linked=linked,
         include=include,
         exclude=exclude,
         quick=quick,
@@ -331,6 +366,26 @@ def _check_grid(grid: dict, table: str, path, text) -> None:
             )
         if not values:
             raise _err(path, text, table, k, "an empty list gives no runs")
+
+
+def _check_linked(linked: dict, table: str, path, text, taken: set) -> None:
+    """Each linked axis: a non-empty list of non-empty tables; a key in one axis only and not a grid axis (a
+    linked value overrides a fixed one: [fixed] gives the default for tables that leave it out)."""
+    owner: dict[str, str] = {}
+    for name, tables in linked.items():
+        if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) and t for t in tables):
+            raise _err(
+                path,
+                text,
+                table,
+                name,
+                "a linked axis must be a non-empty list of non-empty tables {key = value}",
+            )
+        for key in dict.fromkeys(k for t in tables for k in t):
+            if key in taken:
+                raise _err(path, text, table, key, "is also a grid axis: give it in one place")
+            if owner.setdefault(key, name) != name:
+                raise _err(path, text, table, key, f"is in two linked axes ({owner[key]!r} and {name!r})")
 
 
 def _runs_list(data: dict, key: str, path, text, prefix: str = "") -> list[dict]:

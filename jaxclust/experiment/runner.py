@@ -221,10 +221,8 @@ def _kind_and_check(cfg: ExperimentConfig, runs: list[Run]) -> Kind:
         unknown, missing = check_params(fn, run.params)
         if unknown:
             key = unknown[0]
-            table = next(
-                (t for t in ("grid", "fixed", "include", "quick.fixed", "quick.grid") if _has(cfg, t, key)),
-                "",
-            )
+            tables = ("grid", "fixed", "linked", "include", "quick.fixed", "quick.grid", "quick.linked")
+            table = next((t for t in tables if _has(cfg, t, key)), "")
             raise ExperimentConfigError(
                 f"{cfg.where(table, key)}: not a parameter of kind {cfg.kind!r} "
                 f"(it takes: {', '.join(_param_names(fn))})"
@@ -238,11 +236,15 @@ def _kind_and_check(cfg: ExperimentConfig, runs: list[Run]) -> Kind:
 
 
 def _has(cfg: ExperimentConfig, table: str, key: str) -> bool:
-    if table == "include":
-        return any(key in inc for inc in cfg.include)
     if table.startswith("quick."):
-        return key in cfg.quick.get(table.split(".", 1)[1], {})
-    return key in getattr(cfg, table)
+        found = cfg.quick.get(table.split(".", 1)[1], {})
+    else:
+        found = getattr(cfg, table)
+    if table.endswith("linked"):
+        return any(key in t for tables in found.values() for t in tables)
+    if table == "include":
+        return any(key in inc for inc in found)
+    return key in found
 
 
 def _param_names(fn: Callable) -> list[str]:
@@ -461,10 +463,9 @@ def _run_on_ray(todo, target, record, address, init_kwargs, cpus, gpus) -> None:
     ray = import_ray()
     started = False
     if not ray.is_initialized():
-        kwargs = {"include_dashboard": False, **(init_kwargs or {})}
-        if address is not None:
-            kwargs["address"] = address
-        ray.init(**kwargs)
+        # a local instance is started here (no dashboard); a cluster is only connected to
+        kwargs = {"include_dashboard": False} if address is None else {"address": address}
+        ray.init(**{**kwargs, **(init_kwargs or {})})
         started = True
     try:
         task = ray.remote(execute).options(num_cpus=cpus, num_gpus=gpus)
