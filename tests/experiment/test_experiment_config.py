@@ -171,3 +171,68 @@ def test_load_config_file_errors(tmp_path):
     bad.write_bytes(b'kind = "k:f"\ndescription = "caf\xe9"\n')
     with pytest.raises(ExperimentConfigError, match=r"latin1\.toml: line 2 is not valid UTF-8"):
         load_config(bad)
+
+
+LINKED = """
+kind = "k:f"
+[fixed]
+batch_size = 10
+[grid]
+dataset = ["a", "b"]
+[linked]
+curve = [
+  { strategy = "batch", seed = 0 },
+  { strategy = "random", seed = 1, batch_size = 100 },
+]
+[quick.linked]
+curve = [{ strategy = "batch", seed = 0 }]
+"""
+
+
+def test_linked_axis_values_vary_together_and_override_fixed_defaults():
+    runs = parse_config(LINKED, "l.toml").runs()
+    got = [
+        (r.params["dataset"], r.params["strategy"], r.params["seed"], r.params["batch_size"]) for r in runs
+    ]
+    assert got == [
+        ("a", "batch", 0, 10),
+        ("a", "random", 1, 100),
+        ("b", "batch", 0, 10),
+        ("b", "random", 1, 100),
+    ]
+    assert "curve" not in runs[0].params  # the axis name is not a parameter
+    assert runs[1].id.startswith("dataset-a_strategy-random_seed-1_batch_size-100-")
+    quick = parse_config(LINKED, "l.toml").runs(quick=True)
+    assert [(r.params["dataset"], r.params["strategy"]) for r in quick] == [("a", "batch"), ("b", "batch")]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            'kind = "k:f"\n[grid]\na = [1]\n[linked]\nc = [{ a = 2 }]\n',
+            r"linked\.a \(line 5\): is also a grid axis",
+        ),
+        (
+            'kind = "k:f"\n[linked]\nc = [{ a = 2 }]\nd = [\n  { b = 1 },\n  { a = 3 },\n]\n',
+            r"linked\.a \(line 3\): is in two linked axes \('c' and 'd'\)",
+        ),
+        (
+            'kind = "k:f"\n[linked]\nc = [1, 2]\n',
+            r"linked\.c \(line 3\): a linked axis must be a non-empty list",
+        ),
+        ('kind = "k:f"\n[linked]\nc = []\n', r"linked\.c \(line 3\): a linked axis must be a non-empty list"),
+    ],
+)
+def test_bad_linked_axes_are_named(text, expected):
+    with pytest.raises(ExperimentConfigError, match=expected):
+        parse_config(text, "bad.toml")
+
+
+def test_unknown_parameter_in_a_linked_table_is_named_with_its_line(tmp_path):
+    cfg = tmp_path / "typo.toml"
+    cfg.write_text(
+        f'kind = "{FAKE}:fast"\n[fixed]\nx = 1\n[linked]\nc = [\n  {{ y = 1 }},\n  {{ y = 2, sed = 3 }},\n]\n'
+    )
+    with pytest.raises(ExperimentConfigError, match=r"typo\.toml: linked\.sed \(line 7\): not a parameter"):
+        plan(cfg)
