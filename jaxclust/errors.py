@@ -26,6 +26,7 @@ __all__ = [
     "NotFittedError",  # noqa: F822 - built on first access, see __getattr__
     "NumericalError",
     "ExperimentConfigError",
+    "ExperimentError",
     "MissingDependencyError",
 ]
 
@@ -113,6 +114,10 @@ class NumericalError(JaxclustError, ValueError):
 class ExperimentConfigError(JaxclustError, ValueError):
     """A bad experiment-grid config (``jaxclust experiment``): the message names the file, the key and, where it
     can, the line."""
+
+
+class ExperimentError(JaxclustError, RuntimeError):
+    """An experiment grid cannot run at all (e.g. the Ray cluster cannot be reached); the message says why."""
 
 
 class MissingDependencyError(JaxclustError, ImportError):

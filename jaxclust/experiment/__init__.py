@@ -12,7 +12,7 @@ An application, not part of the library: nothing under ``jaxclust`` imports it e
 From Python::
 
     from jaxclust.experiment import load_config, run_grid
-    report = run_grid("experiments/configs/verbs_active_eb.toml", "results/grid", quick=True)
+    report = run_grid("experiments/configs/verbs_general_eb.toml", "results/grid", quick=True)
 """
 
 from __future__ import annotations

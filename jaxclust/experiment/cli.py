@@ -25,7 +25,7 @@ app = typer.Typer(
 @app.command("run")
 def run(
     config: Path = typer.Argument(
-        ..., help="Grid config (TOML), e.g. experiments/configs/verbs_active_eb.toml."
+        ..., help="Grid config (TOML), e.g. experiments/configs/verbs_general_eb.toml."
     ),
     out: Path = typer.Option(..., "--out", help="Output folder: one JSON per run; rerun to resume."),
     quick: bool = typer.Option(False, "--quick", help="Apply the config's quick overrides (a tiny grid)."),

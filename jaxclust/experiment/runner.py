@@ -36,6 +36,7 @@ from typing import Any
 
 from jaxclust.errors import (
     ExperimentConfigError,
+    ExperimentError,
     JaxclustWarning,
     MissingDependencyError,
     StoreError,
@@ -366,8 +367,10 @@ def run_grid(
     quick : bool
         Apply the config's ``[quick]`` overrides (a tiny version of the grid).
     ray, ray_address : bool, str
-        Run on Ray, one task per run: ``ray=True`` starts (or joins, per ``RAY_ADDRESS``) a local Ray;
-        ``ray_address`` connects to a cluster (``"auto"``, ``"ray://head:10001"``). Ray must be installed
+        Run on Ray, one task per run: ``ray=True`` starts a new local Ray (shut down at the end);
+        ``ray_address`` connects to a running cluster (``"auto"`` for the one started on this machine by
+        ``ray start``, ``"HEAD_IP:6379"``, ``"ray://HEAD_IP:10001"``). When Ray is already initialised in this
+        process, that instance is used. Ray must be installed
         (``pip install "jaxclust[ray]"``), else :class:`~jaxclust.errors.MissingDependencyError`.
     ray_init : dict
         More keyword arguments for ``ray.init`` (e.g. ``num_cpus``); ignored when Ray is already initialised.
@@ -387,7 +390,39 @@ def run_grid(
     if use_ray:
         import_ray("--ray-address" if ray_address is not None and not ray else "--ray")  # before any work
     cfg, kind, runs, _ = plan(config, None, quick)
-    out = _prepare_out(Path(out))
+    out = Path(out)
+    if out.exists() and not out.is_dir():  # before Ray starts: a bad --out is reported at once
+        raise StoreError(f"--out {out}: is a file, expected a folder for the runs")
+    started_ray = _connect_ray(ray_address, ray_init) if use_ray else False
+    try:
+        _prepare_out(out)
+        report = _run(
+            cfg,
+            kind,
+            runs,
+            out,
+            quick,
+            use_ray,
+            ray_address,
+            cpus_per_run,
+            gpus_per_run,
+            fail_fast,
+            progress,
+            say,
+        )
+    finally:
+        if started_ray:
+            import_ray().shutdown()
+    if summarize and not report.interrupted:
+        from jaxclust.experiment.summary import summarize as _summarize
+
+        report.summary = _summarize(out, echo=echo)
+    return report
+
+
+def _run(
+    cfg, kind, runs, out, quick, use_ray, ray_address, cpus_per_run, gpus_per_run, fail_fast, progress, say
+):
     with _lock(out):
         _clean_temporaries(out / "runs")
         done = _finished(out / "runs", runs, set_aside=True)
@@ -435,7 +470,7 @@ def run_grid(
 
         try:
             if use_ray:
-                _run_on_ray(todo, target, record, ray_address, ray_init, cpus_per_run, gpus_per_run)
+                _run_on_ray(todo, target, record, cpus_per_run, gpus_per_run)
             else:
                 for run in todo:
                     bar.set_postfix_str(run.id, refresh=True)
@@ -446,10 +481,6 @@ def run_grid(
             say("interrupted: the finished runs are saved; run the same command again to resume")
         finally:
             bar.close()
-    if summarize and not report.interrupted:
-        from jaxclust.experiment.summary import summarize as _summarize
-
-        report.summary = _summarize(out, echo=echo)
     return report
 
 
@@ -459,36 +490,39 @@ def _bar(total: int, initial: int, desc: str, enabled: bool):
     return tqdm(total=total, initial=initial, desc=desc, unit="run", disable=not enabled, dynamic_ncols=True)
 
 
-def _run_on_ray(todo, target, record, address, init_kwargs, cpus, gpus) -> None:
+def _connect_ray(address: str | None, init_kwargs: dict | None) -> bool:
+    """Start a local Ray (``address`` None) or connect to a cluster, unless Ray is initialised already; True if
+    this call did it (and so shuts it down at the end)."""
     ray = import_ray()
-    started = False
-    if not ray.is_initialized():
-        # a local instance is started here (no dashboard); a cluster is only connected to
-        kwargs = {"include_dashboard": False} if address is None else {"address": address}
-        ray.init(**{**kwargs, **(init_kwargs or {})})
-        started = True
+    if ray.is_initialized():
+        return False
+    # --ray: a new local instance (never one left running on this machine), no dashboard; a cluster: connect only
+    kwargs = {"address": "local", "include_dashboard": False} if address is None else {"address": address}
     try:
-        task = ray.remote(execute).options(num_cpus=cpus, num_gpus=gpus)
-        pending = {task.remote(target, run.params): run for run in todo}
-        try:
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                for ref in ready:
-                    run = pending.pop(ref)
-                    try:
-                        outcome = ray.get(ref)
-                    except Exception as exc:  # the worker died (out of memory, node lost): record, go on
-                        outcome = {
-                            "status": "failed",
-                            "error": f"{type(exc).__name__}: {exc}",
-                            "traceback": "",
-                        }
-                    if not record(run, outcome):
-                        return
-        finally:
-            for ref in pending:
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
+        ray.init(**{**kwargs, **(init_kwargs or {})})
+    except Exception as exc:  # unreachable cluster, bad address, authentication, bad init arguments
+        what = f"--ray-address {address}: cannot connect to Ray" if address else "--ray: cannot start Ray"
+        reason = (str(exc).strip().splitlines() or [""])[0]
+        raise ExperimentError(f"{what} ({type(exc).__name__}: {reason})") from None
+    return True
+
+
+def _run_on_ray(todo, target, record, cpus, gpus) -> None:
+    ray = import_ray()
+    task = ray.remote(execute).options(num_cpus=cpus, num_gpus=gpus)
+    pending = {task.remote(target, run.params): run for run in todo}
+    try:
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                run = pending.pop(ref)
+                try:
+                    outcome = ray.get(ref)
+                except Exception as exc:  # the worker died (out of memory, node lost): record, go on
+                    outcome = {"status": "failed", "error": f"{type(exc).__name__}: {exc}", "traceback": ""}
+                if not record(run, outcome):
+                    return
     finally:
-        if started:
-            ray.shutdown()
+        for ref in pending:  # interrupted or stopped: nothing more to compute
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)

@@ -218,6 +218,29 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path, monkeypatch):
     assert calls(tmp_path) == {} and not (tmp_path / "o").exists()
 
 
+def test_unreachable_ray_cluster_is_one_line_with_exit_code_2(tmp_path, monkeypatch):
+    import types
+
+    fake = types.ModuleType("ray")
+    fake.is_initialized = lambda: False
+
+    def init(**kwargs):
+        assert kwargs == {"address": "10.0.0.1:6379"}  # a cluster is connected to, not started
+        raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6379\nmore detail")
+
+    fake.init = init
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    cfg = slow_config(tmp_path, 2)
+    cmd = ["experiment", "run", str(cfg), "--out", str(tmp_path / "o"), "--ray-address", "10.0.0.1:6379"]
+    result = CliRunner().invoke(app, cmd)
+    assert result.exit_code == 2
+    assert result.output == (
+        "error: --ray-address 10.0.0.1:6379: cannot connect to Ray (ConnectionError: Failed to connect to Ray "
+        "cluster at 10.0.0.1:6379)\n"
+    )
+    assert calls(tmp_path) == {} and not (tmp_path / "o").exists()
+
+
 def test_cli_run_list_and_failed_runs_exit_1(tmp_path):
     cfg = slow_config(tmp_path, 3, fail_on=0)
     (tmp_path / "flag").touch()
@@ -255,7 +278,7 @@ def test_ray_grid_on_a_local_instance(tmp_path):
         *(sys.executable, "-m", "jaxclust.cli", "experiment", "run", str(cfg), "--out", str(out)),
         *("--ray", "--ray-num-cpus", "2", "--no-progress"),
     ]
-    # in a subprocess: bounded in time, and the local Ray it starts is shut down with it
+    # in a subprocess: bounded in time, and the local Ray it starts (a new one, whatever else runs here) goes with it
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _, err = proc.communicate(timeout=240)
