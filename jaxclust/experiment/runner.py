@@ -257,6 +257,10 @@ def _param_names(fn: Callable) -> list[str]:
 def plan(config: ExperimentConfig | str | Path, out: str | Path | None = None, quick: bool = False):
     """``(config, kind, runs, done)``: the expanded, checked grid and, with ``out``, the ids already finished."""
     cfg = config if isinstance(config, ExperimentConfig) else load_config(config)
+    if quick and not cfg.quick:  # never run a long grid by accident
+        raise ExperimentConfigError(
+            f"--quick: {cfg.path or '<config>'} has no [quick] table (what --quick changes)"
+        )
     runs = cfg.runs(quick)
     kind = _kind_and_check(cfg, runs)
     done: dict[str, dict] = {}

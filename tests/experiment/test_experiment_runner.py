@@ -241,6 +241,22 @@ def test_unreachable_ray_cluster_is_one_line_with_exit_code_2(tmp_path, monkeypa
     assert calls(tmp_path) == {} and not (tmp_path / "o").exists()
 
 
+def test_quick_without_a_quick_table_and_missing_folders_are_refused(tmp_path):
+    cfg = slow_config(tmp_path, 2)
+    result = CliRunner().invoke(app, ["experiment", "run", str(cfg), "--quick", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert result.output == f"error: --quick: {cfg} has no [quick] table (what --quick changes)\n"
+    result = CliRunner().invoke(app, ["experiment", "summarize", str(tmp_path / "nowhere")])
+    assert (
+        result.exit_code == 2
+        and result.output == f"error: {tmp_path / 'nowhere'}: no such experiment folder\n"
+    )
+    (tmp_path / "file").write_text("x")
+    result = CliRunner().invoke(app, ["experiment", "run", str(cfg), "--out", str(tmp_path / "file")])
+    assert result.exit_code == 2 and "is a file, expected a folder for the runs" in result.output
+    assert calls(tmp_path) == {}
+
+
 def test_cli_run_list_and_failed_runs_exit_1(tmp_path):
     cfg = slow_config(tmp_path, 3, fail_on=0)
     (tmp_path / "flag").touch()
