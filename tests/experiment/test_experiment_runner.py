@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -122,8 +123,15 @@ def test_damaged_records_are_set_aside_and_run_again(tmp_path):
     path[4].write_text(json.dumps(rec))
     stale = out / "runs" / f".{path[0].name}.tmp.999999999"  # left by a killed runner (no such pid)
     stale.write_text('{"format": "jaxclust-experiment-run/1"')
-    with pytest.warns(UserWarning, match=r"i-1-.*\.json: not readable JSON.*moved to i-1-.*\.json\.corrupt"):
+    with pytest.warns(UserWarning) as caught:
         report = run_grid(cfg, out, progress=False)
+    reasons = sorted(str(w.message).split("/runs/")[1] for w in caught)
+    assert len(reasons) == 4 and all("and the run will be run again" in r for r in reasons)
+    assert re.match(
+        r"i-1-\w+\.json: not readable JSON \(JSONDecodeError.*moved to i-1-\w+\.json\.corrupt", reasons[0]
+    )
+    assert "not readable JSON" in reasons[1] and "its parameters do not match its id" in reasons[2]
+    assert "not a finished run" in reasons[3]
     assert (report.skipped, report.ran) == (1, 4)
     assert calls(tmp_path) == {0: 1, 1: 2, 2: 2, 3: 2, 4: 2}
     assert results(out) == {i: i * i for i in range(5)}
