@@ -30,6 +30,11 @@ completeness, vi, link_accuracy, n_clusters, queries, ...]}], "summary": {...}}`
     python experiments/active_dpmm.py --quick --out results/active_quick
     python experiments/active_dpmm.py --sets bio-fine general --out results/active
     python experiments/active_dpmm.py --sets bio-fine --prior-scale auto --eb-only
+
+Experiment grids (``jaxclust experiment run experiments/configs/verbs_*.toml --out DIR``, kind ``active_dpmm``):
+:func:`run_one` computes ONE learning curve (a data set, a strategy, a seed, a prior, sampler settings) and
+:func:`summarize` writes each setting's ``<set>[_prior<scale>].json/png`` in the layout above from the curves
+that exist. A curve is the same whether this script or the grid computes it (same seeds, same code).
 """
 
 from __future__ import annotations
@@ -179,54 +184,90 @@ def at_grid_edge(rows: list[dict]) -> bool:
     return len(scales) > 1 and best in (min(scales), max(scales))
 
 
-def run_set(name: str, args, echo=print) -> dict:
-    from sklearn.base import clone
+def setup(
+    name: str,
+    *,
+    nmf_dims: int,
+    n_chains: int,
+    n_burnin: int,
+    n_samples: int,
+    thin: int,
+    max_components: int,
+    prior_scale,
+    seed: int,
+    data_dir: str | None = None,
+    eb_grid=EB_GRID,
+    eb_folds: int = 2,
+    eb_test_frac: float = 0.2,
+    echo=print,
+):
+    """Features, labels, description, the DPMM (prior set) and the prior's scale/selection of one data set.
 
-    from jaxclust.demo import plot_curves, queries_to_reach, run_curves
-    from jaxclust.dpmm import DPMM
+    ``prior_scale``: None (the DPMM's data-driven default), a positive number, or ``"auto"`` (empirical Bayes
+    over ``eb_grid``, see :func:`select_prior_scale`). ``seed`` seeds the NMF, the EB splits and the DPMM.
+    """
+    from jaxclust.dpmm import DPMM, NormalGamma
 
-    X_raw, y, desc = load_set(name, args.data_dir)
-    X = preprocess(X_raw, args.nmf_dims, args.seed)
+    X_raw, y, desc = load_set(name, data_dir)
+    X = preprocess(X_raw, nmf_dims, seed)
     model = DPMM(
-        n_chains=args.n_chains,
-        n_burnin=args.n_burnin,
-        n_samples=args.n_samples,
-        thin=args.thin,
+        n_chains=n_chains,
+        n_burnin=n_burnin,
+        n_samples=n_samples,
+        thin=thin,
         alpha_prior=(1.0, 1.0),
-        max_components=args.max_components,
-        random_state=args.seed,
+        max_components=max_components,
+        random_state=seed,
     )
-    out = Path(args.out)
-    scale, selection = args.prior_scale, None
+    scale, selection = prior_scale, None
     if scale == "auto":  # empirical Bayes on the features only (no labels)
         t0 = time.perf_counter()
-        scale, rows = select_prior_scale(
-            X, model, args.eb_grid, args.eb_folds, args.eb_test_frac, args.seed, echo=echo
-        )
+        scale, rows = select_prior_scale(X, model, eb_grid, eb_folds, eb_test_frac, seed, echo=echo)
         selection = {
             "criterion": "held-out log posterior predictive per item (unsupervised DPMM)",
-            "grid": list(args.eb_grid),
-            "folds": args.eb_folds,
-            "test_frac": args.eb_test_frac,
+            "grid": list(eb_grid),
+            "folds": eb_folds,
+            "test_frac": eb_test_frac,
             "selected_scale": scale,
             "at_grid_edge": at_grid_edge(rows),
             "rows": rows,
             "seconds": time.perf_counter() - t0,
         }
         echo(f"[{name}] empirical Bayes prior scale: {scale:g} ({selection['seconds']:.0f} s)")
-        if args.eb_only:
-            path = out / f"{name}{args.tag}_eb.json"
-            cmd = " ".join(["python"] + sys.argv)
-            path.write_text(
-                json.dumps(
-                    {"set": name, "description": desc, "command": cmd, "selection": selection}, indent=1
-                )
-            )
-            return {"selection": selection}
     if scale is not None:  # a finer/coarser component than the DPMM's data-driven default (scale 0.5)
-        from jaxclust.dpmm import NormalGamma
-
         model.set_params(prior=NormalGamma.from_data(X, scale=float(scale)))
+    return X, y, desc, model, scale, selection
+
+
+def run_set(name: str, args, echo=print) -> dict:
+    from sklearn.base import clone
+
+    from jaxclust.demo import plot_curves, run_curves
+
+    out = Path(args.out)
+    X, y, desc, model, scale, selection = setup(
+        name,
+        nmf_dims=args.nmf_dims,
+        n_chains=args.n_chains,
+        n_burnin=args.n_burnin,
+        n_samples=args.n_samples,
+        thin=args.thin,
+        max_components=args.max_components,
+        prior_scale=args.prior_scale,
+        seed=args.seed,
+        data_dir=args.data_dir,
+        eb_grid=args.eb_grid,
+        eb_folds=args.eb_folds,
+        eb_test_frac=args.eb_test_frac,
+        echo=echo,
+    )
+    if selection is not None and args.eb_only:
+        path = out / f"{name}{args.tag}_eb.json"
+        cmd = " ".join(["python"] + sys.argv)
+        path.write_text(
+            json.dumps({"set": name, "description": desc, "command": cmd, "selection": selection}, indent=1)
+        )
+        return {"selection": selection}
     min_samples = max(4, args.n_chains * args.n_samples // 8)
     runs = []
     # each active seed seeds the DPMM's fits (the features and the random runs stay the same)
@@ -254,21 +295,7 @@ def run_set(name: str, args, echo=print) -> dict:
         warm_burnin=args.warm_burnin,
         progress=args.progress,
     )
-    random_runs = [r for r in runs if r["strategy"] == "random"]
-    target = float(np.mean([r["history"][-1]["v_beta"] for r in random_runs]))
-    active = [r for r in runs if r["strategy"] == "batch"]
-    reach = queries_to_reach(active, target)
-    summary = {
-        "unsupervised_link_accuracy": active[0]["history"][0]["link_accuracy"],
-        "unsupervised_v_beta": active[0]["history"][0]["v_beta"],
-        "unsupervised_n_clusters": active[0]["history"][0]["n_clusters"],
-        "random_final_n_constraints": random_runs[0]["history"][-1]["n_constraints"],
-        "random_final_v_beta_mean": target,
-        "active_final_n_constraints": active[0]["history"][-1]["n_constraints"],
-        "active_final_v_beta": float(np.mean([r["history"][-1]["v_beta"] for r in active])),
-        "active_seeds": [r["seed"] for r in active],
-        "active_constraints_to_reach_random_final": reach,
-    }
+    summary = curve_summary(runs)
     meta = {
         "set": name,
         "description": desc,
@@ -289,14 +316,227 @@ def run_set(name: str, args, echo=print) -> dict:
         metrics=("v_beta", "homogeneity", "completeness", "link_accuracy"),
         title=f"{desc}: constrained DPMM, active vs random constraints",
     ).savefig(out / f"{name}{args.tag}.png", dpi=110)
-    echo(
-        f"[{name}] {desc}, n={X.shape[0]}: "
-        f"unsupervised link accuracy {summary['unsupervised_link_accuracy']:.3f}, "
-        f"V-beta {summary['unsupervised_v_beta']:.3f}; random at {summary['random_final_n_constraints']} "
-        f"constraints: V-beta {target:.3f}; active at {summary['active_final_n_constraints']}: "
-        f"{summary['active_final_v_beta']:.3f}; active constraints to reach random's final V-beta: {reach}"
-    )
+    echo(f"[{name}] {desc}, n={X.shape[0]}: " + describe(summary))
     return result
+
+
+def curve_summary(runs: list[dict]) -> dict:
+    """The headline numbers of a set's curves: unsupervised start, random's final V-beta (mean over the random
+    runs), active's final V-beta and how many active questions reach random's final V-beta. Works on any subset
+    of the curves (a partial grid): what cannot be computed is None.
+    """
+    from jaxclust.demo import queries_to_reach
+
+    random_runs = [r for r in runs if r["strategy"] == "random"]
+    active = [r for r in runs if r["strategy"] == "batch"]
+    first = (active or runs)[0]["history"][0] if runs else {}
+    target = float(np.mean([r["history"][-1]["v_beta"] for r in random_runs])) if random_runs else None
+    return {
+        "unsupervised_link_accuracy": first.get("link_accuracy"),
+        "unsupervised_v_beta": first.get("v_beta"),
+        "unsupervised_n_clusters": first.get("n_clusters"),
+        "random_final_n_constraints": random_runs[0]["history"][-1]["n_constraints"] if random_runs else None,
+        "random_final_v_beta_mean": target,
+        "active_final_n_constraints": active[0]["history"][-1]["n_constraints"] if active else None,
+        "active_final_v_beta": float(np.mean([r["history"][-1]["v_beta"] for r in active]))
+        if active
+        else None,
+        "active_seeds": [r["seed"] for r in active],
+        "active_constraints_to_reach_random_final": (
+            queries_to_reach(active, target) if active and target is not None else None
+        ),
+    }
+
+
+def describe(summary: dict) -> str:
+    """One line from :func:`curve_summary` (parts that could not be computed are left out)."""
+
+    def f(v):
+        return "n/a" if v is None else f"{v:.3f}"
+
+    line = (
+        f"unsupervised link accuracy {f(summary['unsupervised_link_accuracy'])}, "
+        f"V-beta {f(summary['unsupervised_v_beta'])}"
+    )
+    if summary["random_final_v_beta_mean"] is not None:
+        line += (
+            f"; random at {summary['random_final_n_constraints']} constraints: V-beta "
+            f"{f(summary['random_final_v_beta_mean'])}"
+        )
+    if summary["active_final_v_beta"] is not None:
+        line += f"; active at {summary['active_final_n_constraints']}: {f(summary['active_final_v_beta'])}"
+    if summary["active_final_v_beta"] is not None and summary["random_final_v_beta_mean"] is not None:
+        line += (
+            "; active constraints to reach random's final V-beta: "
+            f"{summary['active_constraints_to_reach_random_final']}"
+        )
+    return line
+
+
+CURVE_NAMES = {"batch": "active (batch)", "random": "random"}
+
+
+def run_one(
+    dataset: str,
+    strategy: str = "batch",
+    seed: int = 0,
+    model_seed: int | None = None,
+    n_queries: int = 200,
+    batch_size: int = 10,
+    prior_scale: float | str | None = None,
+    data_seed: int = 0,
+    nmf_dims: int = 35,
+    n_chains: int = 5,
+    n_burnin: int = 100,
+    n_samples: int = 20,
+    thin: int = 5,
+    warm_burnin: int = 20,
+    max_components: int = 64,
+    eb_grid: list = EB_GRID,
+    eb_folds: int = 2,
+    eb_test_frac: float = 0.2,
+    name: str | None = None,
+    data_dir: str | None = None,
+    progress: bool = False,
+) -> dict:
+    """ONE learning curve (the grid kind ``active_dpmm``): the history of one ActiveLearner run.
+
+    ``dataset``: one of ``SETS``; ``strategy``: ``batch`` (the paper's batch method), ``naive_batch``,
+    ``entropy`` or ``random``; ``seed`` seeds the learner (the random strategy's pairs), ``model_seed`` the
+    DPMM's fits (default: ``seed``); ``data_seed`` the NMF and the empirical-Bayes splits. The script's curves
+    are: active seed s -> ``seed = model_seed = s``; random repeat r -> ``seed = data_seed + 1 + r``,
+    ``model_seed = data_seed``. Other parameters: as the script's options of the same names.
+    """
+    from sklearn.base import clone
+
+    from jaxclust.demo import run_curves
+    from jaxclust.errors import InvalidInputError
+
+    if dataset not in SETS:
+        raise InvalidInputError(f"dataset: expected one of {', '.join(SETS)}, got {dataset!r}")
+    if prior_scale is not None and prior_scale != "auto":
+        prior_scale = _scale_arg(str(prior_scale))
+    X, y, desc, model, scale, selection = setup(
+        dataset,
+        nmf_dims=nmf_dims,
+        n_chains=n_chains,
+        n_burnin=n_burnin,
+        n_samples=n_samples,
+        thin=thin,
+        max_components=max_components,
+        prior_scale=prior_scale,
+        seed=data_seed,
+        data_dir=data_dir,
+        eb_grid=eb_grid,
+        eb_folds=eb_folds,
+        eb_test_frac=eb_test_frac,
+        echo=lambda s: None,
+    )
+    model = clone(model).set_params(random_state=seed if model_seed is None else model_seed)
+    if name is None:
+        name = (
+            f"active {batch_size} (naive top-B)"
+            if strategy == "naive_batch"
+            else CURVE_NAMES.get(strategy, strategy)
+        )
+    min_samples = max(4, n_chains * n_samples // 8)
+    (run,) = run_curves(
+        X,
+        y,
+        model,
+        [(name, strategy, batch_size, seed)],
+        n_queries,
+        min_samples=min_samples,
+        warm_burnin=warm_burnin,
+        progress=progress,
+    )
+    meta = {
+        "set": dataset,
+        "description": desc,
+        "n_items": int(X.shape[0]),
+        "nmf_dims": int(X.shape[1]),
+        "model": {k: v for k, v in model.get_params().items() if k != "prior"},
+        "prior_scale": None if scale is None else float(scale),
+        "prior_selection": selection,
+        "warm_burnin": warm_burnin,
+        "min_samples": min_samples,
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    last = run["history"][-1]
+    return json.loads(
+        json.dumps(
+            {
+                "meta": meta,
+                "run": run,
+                "final_n_queries": last["n_queries"],
+                "final_v_beta": last["v_beta"],
+                "unsupervised_v_beta": run["history"][0]["v_beta"],
+            },
+            default=_jsonable,
+        )
+    )
+
+
+# the parameters that make one curve of a setting (the rest make the setting: one figure per setting)
+CURVE_KEYS = ("strategy", "seed", "model_seed", "n_queries", "batch_size", "name", "progress")
+STRATEGY_ORDER = {"batch": 0, "naive_batch": 1, "entropy": 2}
+
+
+def summarize(records: list[dict], out_dir) -> dict:
+    """The grid's summary (kind ``active_dpmm``): per setting (data set, prior, sampler...), the curves that
+    exist drawn into ``<set>[_prior<scale>].png`` and written to ``<set>[_prior<scale>].json`` in the script's
+    layout (``{"meta", "runs", "summary"}``), with :func:`curve_summary`'s headline numbers."""
+    import hashlib
+
+    from jaxclust.demo import plot_curves
+
+    out_dir = Path(out_dir)
+    groups: dict[str, list[dict]] = {}
+    for rec in records:
+        key = json.dumps({k: v for k, v in rec["params"].items() if k not in CURVE_KEYS}, sort_keys=True)
+        groups.setdefault(key, []).append(rec)
+    names: dict[str, str] = {}
+    for key, recs in groups.items():
+        p = recs[0]["params"]
+        base = p["dataset"] + (
+            f"_prior{float(p['prior_scale']):g}" if p.get("prior_scale") not in (None, "auto") else ""
+        )
+        names[key] = base
+    out = {"files": [], "settings": {}}
+    for key, recs in groups.items():
+        base = names[key]
+        if list(names.values()).count(base) > 1:  # two settings of a set differ in more than the prior
+            base += "_" + hashlib.sha256(key.encode()).hexdigest()[:6]
+        recs = sorted(
+            recs,
+            key=lambda r: (
+                r["params"].get("strategy", "batch") == "random",
+                r["result"]["run"]["seed"] if r["params"].get("strategy") == "random" else 0,
+                r["result"]["meta"]["model"]["random_state"],
+                STRATEGY_ORDER.get(r["params"].get("strategy", "batch"), 3),
+                r["id"],
+            ),
+        )
+        runs = [r["result"]["run"] for r in recs]
+        summary = curve_summary(runs)
+        meta = {
+            **{k: v for k, v in recs[0]["result"]["meta"].items() if k != "model"},
+            "model": {k: v for k, v in recs[0]["result"]["meta"]["model"].items() if k != "random_state"},
+            "setting": json.loads(key),
+            "made_by": "jaxclust experiment (kind active_dpmm)",
+            "run_ids": [r["id"] for r in recs],
+        }
+        (out_dir / f"{base}.json").write_text(
+            json.dumps({"meta": meta, "runs": runs, "summary": summary}, indent=1, default=_jsonable)
+        )
+        plot_curves(
+            runs,
+            metrics=("v_beta", "homogeneity", "completeness", "link_accuracy"),
+            title=f"{meta['description']}: constrained DPMM, active vs random constraints",
+        ).savefig(out_dir / f"{base}.png", dpi=110)
+        out["files"] += [f"{base}.json", f"{base}.png"]
+        out["settings"][base] = {"n_curves": len(runs), "line": describe(summary), **summary}
+    return out
 
 
 def _jsonable(o):

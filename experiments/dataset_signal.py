@@ -90,6 +90,74 @@ def _scores(y, z):
     }
 
 
+def signal_row(name, ds, featurize, seeds) -> dict:
+    """k-means (k = gold classes, one init per seed) and random equal-size clusterings of one data set."""
+    t0 = time.perf_counter()
+    X, y, k = featurize(ds), ds.y, ds.n_classes
+    km, rnd = [], []
+    for s in range(seeds):
+        z = KMeans(n_clusters=k, n_init=1, random_state=s).fit_predict(X)
+        km.append(_scores(y, z))
+        rnd.append(_scores(y, np.random.default_rng(s).permutation(y)))  # gold class sizes, random members
+    mean = lambda rows: {m: float(np.mean([r[m] for r in rows])) for m in rows[0]}
+    return {
+        "dataset": name,
+        "n": int(len(y)),
+        "k": int(k),
+        "dim": int(X.shape[1]),
+        "seeds": seeds,
+        "kmeans": mean(km),
+        "random": mean(rnd),
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def plot(results, seeds, path) -> None:
+    fig = Figure(figsize=(12, 0.45 * len(results) + 1.5))
+    axes = fig.subplots(1, 2, sharey=True)
+    pos = np.arange(len(results))
+    for ax, metric in zip(axes, ("purity", "nmi"), strict=True):
+        ax.barh(pos - 0.2, [r["kmeans"][metric] for r in results], height=0.4, label="k-means")
+        ax.barh(pos + 0.2, [r["random"][metric] for r in results], height=0.4, label="random (gold sizes)")
+        ax.set_xlabel(metric)
+        ax.set_xlim(0, 1)
+    axes[0].set_yticks(pos, [r["dataset"] for r in results])
+    axes[0].invert_yaxis()
+    axes[1].legend(loc="lower right")
+    fig.suptitle(f"k-means vs random clusterings ({seeds} seeds)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def run_one(dataset: str, seeds: int = 5) -> dict:
+    """ONE data set (the grid kind ``dataset_signal``; ``dataset`` is a name of the script's table, e.g.
+    ``"wine"`` or ``"verbs_biomed / top"``). A missing data set is an error here (the script skips it)."""
+    from jaxclust.errors import InvalidInputError
+
+    tasks = {name: (load, featurize) for name, load, featurize in _tasks(quick=False)}
+    if dataset not in tasks:
+        raise InvalidInputError(f"dataset: expected one of {', '.join(map(repr, tasks))}, got {dataset!r}")
+    load, featurize = tasks[dataset]
+    return signal_row(dataset, load(), featurize, seeds)
+
+
+def summarize(records, out_dir) -> dict:
+    """The grid's summary (kind ``dataset_signal``): ``signal.json`` and ``signal.png`` from the data sets that
+    exist, in the script's table order."""
+    order = [name for name, _, _ in _tasks(quick=False)]
+    rows = sorted((r["result"] for r in records), key=lambda r: order.index(r["dataset"]))
+    seeds = max(r["seeds"] for r in rows)
+    out_dir = Path(out_dir)
+    (out_dir / "signal.json").write_text(
+        json.dumps(
+            {"quick": False, "results": rows, "made_by": "jaxclust experiment (kind dataset_signal)"},
+            indent=1,
+        )
+    )
+    plot(rows, seeds, out_dir / "signal.png")
+    return {"files": ["signal.json", "signal.png"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="k-means vs random clusterings on every evaluation set")
     parser.add_argument("--quick", action="store_true", help="five small sets, 2 seeds (about 10 s)")
@@ -106,48 +174,16 @@ def main() -> None:
         except DatasetNotFoundError as err:
             print(f"skip {name}: {err}")
             continue
-        t0 = time.perf_counter()
-        X, y, k = featurize(ds), ds.y, ds.n_classes
-        km, rnd = [], []
-        for s in range(seeds):
-            z = KMeans(n_clusters=k, n_init=1, random_state=s).fit_predict(X)
-            km.append(_scores(y, z))
-            rnd.append(
-                _scores(y, np.random.default_rng(s).permutation(y))
-            )  # gold class sizes, random members
-        mean = lambda rows: {m: float(np.mean([r[m] for r in rows])) for m in rows[0]}
-        row = {
-            "dataset": name,
-            "n": int(len(y)),
-            "k": int(k),
-            "dim": int(X.shape[1]),
-            "seeds": seeds,
-            "kmeans": mean(km),
-            "random": mean(rnd),
-            "seconds": time.perf_counter() - t0,
-        }
+        row = signal_row(name, ds, featurize, seeds)
         results.append(row)
         print(
-            f"{name:40s} n={row['n']:6d} k={k:4d}  k-means purity {row['kmeans']['purity']:.3f} "
+            f"{name:40s} n={row['n']:6d} k={row['k']:4d}  k-means purity {row['kmeans']['purity']:.3f} "
             f"NMI {row['kmeans']['nmi']:.3f} | random purity {row['random']['purity']:.3f} "
             f"NMI {row['random']['nmi']:.3f}"
         )
 
     (args.out / "signal.json").write_text(json.dumps({"quick": args.quick, "results": results}, indent=1))
-    fig = Figure(figsize=(12, 0.45 * len(results) + 1.5))
-    axes = fig.subplots(1, 2, sharey=True)
-    pos = np.arange(len(results))
-    for ax, metric in zip(axes, ("purity", "nmi"), strict=True):
-        ax.barh(pos - 0.2, [r["kmeans"][metric] for r in results], height=0.4, label="k-means")
-        ax.barh(pos + 0.2, [r["random"][metric] for r in results], height=0.4, label="random (gold sizes)")
-        ax.set_xlabel(metric)
-        ax.set_xlim(0, 1)
-    axes[0].set_yticks(pos, [r["dataset"] for r in results])
-    axes[0].invert_yaxis()
-    axes[1].legend(loc="lower right")
-    fig.suptitle(f"k-means vs random clusterings ({seeds} seeds)")
-    fig.tight_layout()
-    fig.savefig(args.out / "signal.png", dpi=120)
+    plot(results, seeds, args.out / "signal.png")
     print(f"wrote {args.out / 'signal.json'} and {args.out / 'signal.png'}")
 
 

@@ -6,6 +6,9 @@ Lee.
 
 Writes ``results.json`` and ``icc_curves.png`` / ``downstream.png`` into ``--out``. Needs the evaluation data
 (``JAXCLUST_DATA`` or ``../shared/data``).
+
+Experiment grids (kind ``icc``, ``experiments/configs/icc.toml``): :func:`run_one` runs ONE part (senseval with
+a label set, or downstream), :func:`summarize` writes each label set's folder from the parts that exist.
 """
 
 from __future__ import annotations
@@ -203,16 +206,129 @@ def plot(res, out):
         fig.savefig(out / "downstream.png", dpi=110)
 
 
+# the script's settings: full and --quick
+FULL = dict(
+    n_words=4,
+    max_instances=500,
+    percents=[2, 5, 10, 15, 20, 25],
+    corpus_sentences=None,
+    batch_frac=0.005,
+    itml_iter=50,
+    n_components=50,
+    downstream_n=1000,
+    folds=10,
+    fractions=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+    downstream_batch_frac=0.02,
+)
+QUICK = dict(
+    n_words=2,
+    max_instances=200,
+    percents=[4, 8, 12, 16],
+    corpus_sentences=8000,
+    batch_frac=0.01,
+    itml_iter=30,
+    n_components=30,
+    downstream_n=400,
+    folds=3,
+    fractions=[0.1, 0.2, 0.3, 0.5, 1.0],
+    downstream_batch_frac=0.02,
+)
+
+
+def run_parts(args, parts):
+    """The senseval and/or downstream parts with the settings in ``args``; the results dict."""
+    res = {"config": {k: v for k, v in vars(args).items() if k != "data_dir"}}
+    t0 = time.time()
+    if "senseval" in parts:
+        space = build_space(corpus_sentences(args.data_dir, args.corpus_sentences), window=10, n_columns=2000)
+        res["space"] = {"rows": len(space.rows), "columns": len(space.columns), "nnz": int(space.matrix.nnz)}
+        run_senseval(args, res, space)
+    if "downstream" in parts:
+        run_downstream(args, res)
+    res["seconds"] = time.time() - t0
+    return res
+
+
+def _default_data_dir():
+    return os.environ.get("JAXCLUST_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+
+
+def run_one(
+    part: str,
+    label_set: str = "sense",
+    quick: bool = False,
+    n_words: int | None = None,
+    max_instances: int | None = None,
+    percents: list | None = None,
+    corpus_sentences: int | None = None,
+    batch_frac: float | None = None,
+    itml_iter: int | None = None,
+    n_components: int | None = None,
+    downstream_n: int | None = None,
+    folds: int | None = None,
+    fractions: list | None = None,
+    downstream_batch_frac: float | None = None,
+    data_dir: str | None = None,
+) -> dict:
+    """ONE part (the grid kind ``icc``): ``senseval`` (representations and ICC curves, gold = ``label_set``:
+    ``sense`` or ``binary``) or ``downstream`` (cluster-and-label on Pang & Lee; ``label_set`` is not used).
+
+    Settings left as None take the script's full values (``FULL``), or with ``quick`` its ``--quick`` ones
+    (``QUICK``). (``corpus_sentences`` None means the whole corpus in the full settings.)
+    """
+    from jaxclust.errors import InvalidInputError
+
+    if part not in ("senseval", "downstream"):
+        raise InvalidInputError(f"part: expected 'senseval' or 'downstream', got {part!r}")
+    if label_set not in ("sense", "binary"):
+        raise InvalidInputError(f"label_set: expected 'sense' or 'binary', got {label_set!r}")
+    given = dict(locals())
+    settings = {k: (v if given[k] is None else given[k]) for k, v in (QUICK if quick else FULL).items()}
+    args = argparse.Namespace(
+        quick=quick,
+        out=None,
+        data_dir=data_dir or _default_data_dir(),
+        parts=part,
+        label_set=label_set,
+        **settings,
+    )
+    return run_parts(args, {part})
+
+
+def summarize(records, out_dir) -> dict:
+    """The grid's summary (kind ``icc``): per label set, ``senses/`` or ``binary/`` with the script's
+    ``results.json``, ``icc_curves.png`` and ``downstream.png`` from the parts that exist (downstream runs go
+    with their ``label_set``, by default ``sense``)."""
+    out_dir = Path(out_dir)
+    groups: dict[str, dict] = {}
+    for rec in sorted(records, key=lambda r: r["params"]["part"] != "senseval"):
+        label_set = rec["params"].get("label_set", "sense")
+        folder = ("senses" if label_set == "sense" else label_set) + (
+            "_quick" if rec["params"].get("quick") else ""
+        )
+        res = groups.setdefault(folder, {"run_ids": [], "made_by": "jaxclust experiment (kind icc)"})
+        res["run_ids"].append(rec["id"])
+        for k, v in rec["result"].items():
+            if k == "seconds":
+                res["seconds"] = res.get("seconds", 0.0) + v
+            elif k != "config" or "config" not in res:
+                res[k] = v
+    files = []
+    for folder, res in groups.items():
+        (out_dir / folder).mkdir(exist_ok=True)
+        (out_dir / folder / "results.json").write_text(json.dumps(res, indent=1))
+        plot(res, out_dir / folder)
+        files += [f"{folder}/{f.name}" for f in sorted((out_dir / folder).iterdir())]
+    return {"files": files}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small samples: a few minutes")
     ap.add_argument("--out", default="runs/icc", help="output folder")
-    default_data = os.environ.get("JAXCLUST_DATA") or str(
-        Path(__file__).resolve().parents[2] / "shared" / "data"
-    )
     ap.add_argument(
         "--data-dir",
-        default=default_data,
+        default=_default_data_dir(),
         help="evaluation data root (default: $JAXCLUST_DATA, else ../shared/data beside the repository)",
     )
     ap.add_argument("--parts", default="senseval,downstream", help="comma list: senseval, downstream")
@@ -223,32 +339,11 @@ def main():
         help="SENSEVAL gold: the senses, or (ours) the most frequent sense vs the rest",
     )
     args = ap.parse_args()
-    if args.quick:
-        args.n_words, args.max_instances, args.percents = 2, 200, [4, 8, 12, 16]
-        args.corpus_sentences, args.batch_frac, args.itml_iter, args.n_components = 8000, 0.01, 30, 30
-        args.downstream_n, args.folds, args.fractions = 400, 3, [0.1, 0.2, 0.3, 0.5, 1.0]
-        args.downstream_batch_frac = 0.02
-    else:
-        args.n_words, args.max_instances, args.percents = 4, 500, [2, 5, 10, 15, 20, 25]
-        args.corpus_sentences, args.batch_frac, args.itml_iter, args.n_components = None, 0.005, 50, 50
-        args.downstream_batch_frac = 0.02
-        args.downstream_n, args.folds, args.fractions = (
-            1000,
-            10,
-            [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-        )
+    for k, v in (QUICK if args.quick else FULL).items():
+        setattr(args, k, v)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    parts = set(args.parts.split(","))
-    res = {"config": {k: v for k, v in vars(args).items() if k != "data_dir"}}
-    t0 = time.time()
-    if "senseval" in parts:
-        space = build_space(corpus_sentences(args.data_dir, args.corpus_sentences), window=10, n_columns=2000)
-        res["space"] = {"rows": len(space.rows), "columns": len(space.columns), "nnz": int(space.matrix.nnz)}
-        run_senseval(args, res, space)
-    if "downstream" in parts:
-        run_downstream(args, res)
-    res["seconds"] = time.time() - t0
+    res = run_parts(args, set(args.parts.split(",")))
     with open(out / "results.json", "w") as fh:
         json.dump(res, fh, indent=1)
     plot(res, out)

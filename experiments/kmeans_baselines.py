@@ -19,6 +19,9 @@ per evaluation point with ``n_queries``, ``n_constraints``, ``v_beta``, ``v_meas
 
     python experiments/kmeans_baselines.py --quick --out results/kmeans_quick
     python experiments/kmeans_baselines.py --sets general bio-fine --out results/kmeans_baselines
+
+Experiment grids: :func:`run_one` (kind ``kmeans_baselines``) computes one strategy on one set, :func:`summarize`
+writes ``<set>_kmeans_baselines.json/png`` from the strategies that exist.
 """
 
 from __future__ import annotations
@@ -70,65 +73,80 @@ def evaluate(X, y, k, constraints, seed, n_init):
     return out
 
 
-def run_set(name, args, active, echo=print):
+STRATEGIES = ("explore-consolidate", "minmax", "npu")
+
+
+def strategy_runs(X, y, strategy, budget, step, n_init, n_estimators, seed, echo=print, label=""):
+    """One query strategy's questions (asked once, up to ``budget``) and the COP-KMeans and PCKMeans curves on
+    their first b answers, b = 0, step, ..., budget: two runs of the results layout."""
     from jaxclust.active.oracles import GoldOracle
     from jaxclust.query_baselines import NPU, ExploreConsolidate, MinMax, constraints_from_queries
 
-    X_raw, y, desc = active.load_set(name, args.data_dir)
-    X = active.preprocess(X_raw, args.nmf_dims, args.seed)
-    n = X.shape[0]
-    k = len(np.unique(y))
-    selectors = {
-        "explore-consolidate": ExploreConsolidate(k, max_queries=args.budget, random_state=args.seed),
-        "minmax": MinMax(k, max_queries=args.budget, random_state=args.seed),
-        "npu": NPU(k, max_queries=args.budget, random_state=args.seed, n_estimators=args.n_estimators),
-    }
-    if args.strategies:
-        selectors = {s: selectors[s] for s in args.strategies}
-    grid = list(range(0, args.budget + 1, args.step))
-    runs = []
-    for sname, sel in selectors.items():
-        t0 = time.perf_counter()
-        sel.fit(X, GoldOracle(y))
-        t_sel = time.perf_counter() - t0
-        hist = {m: [] for m in ("COP-KMeans", "PCKMeans")}
-        t0 = time.perf_counter()
-        for b in grid:
-            c = constraints_from_queries(sel.queries_, n, budget=b)
-            scores = evaluate(X, y, k, c, args.seed, args.n_init)
-            for m, sc in scores.items():
-                hist[m].append({"n_queries": b, "n_constraints": len(c), "round": len(hist[m]), **sc})
-        t_eval = time.perf_counter() - t0
-        for m, h in hist.items():
-            runs.append(
-                {
-                    "name": f"{m} + {sname}",
-                    "strategy": sname,
-                    "clusterer": m,
-                    "batch_size": args.step,
-                    "seed": args.seed,
-                    "seconds": t_sel + t_eval / 2,
-                    "selection_seconds": t_sel,
-                    "n_neighborhoods": len(sel.neighborhoods_),
-                    "history": h,
-                }
-            )
-        last = {m: h[-1] for m, h in hist.items()}
-        echo(
-            f"[{name}] {sname}: selection {t_sel:.1f}s, {len(sel.neighborhoods_)} neighbourhoods; "
-            f"at {grid[-1]} "
-            + "; ".join(f"{m} V-beta {r.get('v_beta', float('nan')):.3f}" for m, r in last.items())
-        )
-    meta = {
+    n, k = X.shape[0], len(np.unique(y))
+    sel = {
+        "explore-consolidate": lambda: ExploreConsolidate(k, max_queries=budget, random_state=seed),
+        "minmax": lambda: MinMax(k, max_queries=budget, random_state=seed),
+        "npu": lambda: NPU(k, max_queries=budget, random_state=seed, n_estimators=n_estimators),
+    }[strategy]()
+    grid = list(range(0, budget + 1, step))
+    t0 = time.perf_counter()
+    sel.fit(X, GoldOracle(y))
+    t_sel = time.perf_counter() - t0
+    hist = {m: [] for m in ("COP-KMeans", "PCKMeans")}
+    t0 = time.perf_counter()
+    for b in grid:
+        c = constraints_from_queries(sel.queries_, n, budget=b)
+        scores = evaluate(X, y, k, c, seed, n_init)
+        for m, sc in scores.items():
+            hist[m].append({"n_queries": b, "n_constraints": len(c), "round": len(hist[m]), **sc})
+    t_eval = time.perf_counter() - t0
+    runs = [
+        {
+            "name": f"{m} + {strategy}",
+            "strategy": strategy,
+            "clusterer": m,
+            "batch_size": step,
+            "seed": seed,
+            "seconds": t_sel + t_eval / 2,
+            "selection_seconds": t_sel,
+            "n_neighborhoods": len(sel.neighborhoods_),
+            "history": h,
+        }
+        for m, h in hist.items()
+    ]
+    last = {m: h[-1] for m, h in hist.items()}
+    echo(
+        f"[{label}] {strategy}: selection {t_sel:.1f}s, {len(sel.neighborhoods_)} neighbourhoods; "
+        f"at {grid[-1]} "
+        + "; ".join(f"{m} V-beta {r.get('v_beta', float('nan')):.3f}" for m, r in last.items())
+    )
+    return runs
+
+
+def set_meta(name, desc, X, y, budget, step, n_init):
+    return {
         "set": name,
         "description": desc,
-        "n_items": n,
+        "n_items": int(X.shape[0]),
         "nmf_dims": int(X.shape[1]),
-        "n_clusters": k,
-        "budget": args.budget,
-        "step": args.step,
-        "n_init": args.n_init,
+        "n_clusters": len(np.unique(y)),
+        "budget": budget,
+        "step": step,
+        "n_init": n_init,
         "oracle": "GoldOracle",
+    }
+
+
+def run_set(name, args, active, echo=print):
+    X_raw, y, desc = active.load_set(name, args.data_dir)
+    X = active.preprocess(X_raw, args.nmf_dims, args.seed)
+    runs = []
+    for sname in args.strategies or STRATEGIES:
+        runs += strategy_runs(
+            X, y, sname, args.budget, args.step, args.n_init, args.n_estimators, args.seed, echo, label=name
+        )
+    meta = {
+        **set_meta(name, desc, X, y, args.budget, args.step, args.n_init),
         "command": " ".join(["python"] + sys.argv),
         "date": time.strftime("%Y-%m-%d"),
     }
@@ -144,6 +162,72 @@ def run_set(name, args, active, echo=print):
             f"{desc}: DPMM (active/random) vs k-means baselines",
         )
     return result
+
+
+def run_one(
+    dataset: str,
+    strategy: str,
+    budget: int = 200,
+    step: int = 10,
+    n_init: int = 5,
+    n_estimators: int = 50,
+    nmf_dims: int = 35,
+    seed: int = 0,
+    data_dir: str | None = None,
+) -> dict:
+    """ONE strategy on one verb set (the grid kind ``kmeans_baselines``): its COP-KMeans and PCKMeans curves.
+
+    Parameters as the script's options; ``dataset`` one of the active experiment's sets, ``strategy`` one of
+    ``STRATEGIES``.
+    """
+    from jaxclust.errors import InvalidInputError
+
+    if strategy not in STRATEGIES:
+        raise InvalidInputError(f"strategy: expected one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    active = _active_module()
+    X_raw, y, desc = active.load_set(dataset, data_dir)
+    X = active.preprocess(X_raw, nmf_dims, seed)
+    runs = strategy_runs(X, y, strategy, budget, step, n_init, n_estimators, seed, lambda s: None, dataset)
+    result = {"meta": set_meta(dataset, desc, X, y, budget, step, n_init), "runs": runs}
+    result["final_v_beta"] = {r["clusterer"]: r["history"][-1].get("v_beta") for r in runs}
+    return json.loads(json.dumps(result, default=active._jsonable))
+
+
+def summarize(records, out_dir) -> dict:
+    """The grid's summary (kind ``kmeans_baselines``): per set (and setting), the strategies' curves that exist in
+    ``<set>_kmeans_baselines.json/png``, the script's layout and figure."""
+    import hashlib
+
+    out_dir = Path(out_dir)
+    groups: dict[str, list] = {}
+    for rec in records:
+        key = json.dumps({k: v for k, v in rec["params"].items() if k != "strategy"}, sort_keys=True)
+        groups.setdefault(key, []).append(rec)
+    bases = {key: recs[0]["params"]["dataset"] for key, recs in groups.items()}
+    files = []
+    for key, recs in groups.items():
+        base = bases[key]
+        if list(bases.values()).count(base) > 1:
+            base += "_" + hashlib.sha256(key.encode()).hexdigest()[:6]
+        order = {s: i for i, s in enumerate(STRATEGIES)}
+        recs = sorted(recs, key=lambda r: order.get(r["params"]["strategy"], len(order)))
+        runs = [run for r in recs for run in r["result"]["runs"]]
+        meta = {
+            **recs[0]["result"]["meta"],
+            "setting": json.loads(key),
+            "made_by": "jaxclust experiment (kind kmeans_baselines)",
+            "run_ids": [r["id"] for r in recs],
+        }
+        (out_dir / f"{base}_kmeans_baselines.json").write_text(
+            json.dumps({"meta": meta, "runs": runs}, indent=1)
+        )
+        _plot(
+            runs,
+            out_dir / f"{base}_kmeans_baselines.png",
+            f"{meta['description']}: constrained k-means baselines",
+        )
+        files += [f"{base}_kmeans_baselines.json", f"{base}_kmeans_baselines.png"]
+    return {"files": files}
 
 
 def _plot(runs, path, title):
@@ -182,7 +266,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="bio-top only, 40 questions, no NPU")
     ap.add_argument("--out", default="results/kmeans_baselines")
     ap.add_argument("--sets", nargs="+", default=["general", "bio-top", "bio-mid", "bio-fine"])
-    ap.add_argument("--strategies", nargs="+", choices=["explore-consolidate", "minmax", "npu"], default=None)
+    ap.add_argument("--strategies", nargs="+", choices=list(STRATEGIES), default=None)
     ap.add_argument("--data-dir", default=None)
     ap.add_argument(
         "--budget", type=int, default=200, help="questions per strategy (the active run's --n-active)"

@@ -10,6 +10,9 @@ Features: tf-idf cosine (vectorizer fitted on the training streams), shared rare
 Writes ``OUT/posts.json`` and ``OUT/posts_vi.png``. Usage::
 
     python experiments/l3m_posts.py --out results/l3m [--quick]
+
+Experiment grids (kind ``l3m_posts``, ``experiments/configs/l3m_posts.toml``): :func:`run_one` runs ONE task,
+:func:`summarize` writes ``posts.json`` and the figure from the tasks that exist.
 """
 
 from __future__ import annotations
@@ -154,36 +157,49 @@ def run_task(name, streams, window, epochs, thresholds, gammas, args):
     }
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default="results/l3m")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--lr", type=float, default=0.05)
-    ap.add_argument("--l2", type=float, default=1e-5)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    q = args.quick
-    epochs, window = (4, 32) if q else (20, 64)
-    gammas = [0.5, 1.0] if q else [0.1, 0.25, 0.5, 1.0]
-    thresholds = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7]
-    t0 = time.time()
-    tasks = {
-        "nps_chat_author": nps_streams(64 if q else 200),
-        "newsgroups_topic": newsgroup_streams("topic", 10 if q else 40, 50 if q else 100, 5, args.seed),
-        "newsgroups_author": newsgroup_streams("author", 10 if q else 40, 50 if q else 100, 5, args.seed),
-    }
-    if q:
-        tasks["nps_chat_author"] = tasks["nps_chat_author"][::6]
-    result = {"quick": q, "epochs": epochs, "lr": args.lr, "l2": args.l2, "tasks": {}}
-    for name, streams in tasks.items():
-        t = time.time()
-        result["tasks"][name] = run_task(name, streams, window, epochs, thresholds, gammas, args)
-        print(name, result["tasks"][name]["vi"]["test"], f"{time.time() - t:.0f}s", flush=True)
-    result["seconds"] = round(time.time() - t0, 1)
-    with open(out / "posts.json", "w") as fh:
-        json.dump(result, fh, indent=1)
+TASKS = ("nps_chat_author", "newsgroups_topic", "newsgroups_author")
+THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+
+
+def task_streams(task, quick, seed):
+    """The streams of one task (the quick subset: shorter/fewer streams, every 6th NPS piece)."""
+    if task == "nps_chat_author":
+        streams = nps_streams(64 if quick else 200)
+        return streams[::6] if quick else streams
+    label = {"newsgroups_topic": "topic", "newsgroups_author": "author"}[task]
+    return newsgroup_streams(label, 10 if quick else 40, 50 if quick else 100, 5, seed)
+
+
+def run_one(
+    task: str,
+    quick: bool = False,
+    epochs: int | None = None,
+    window: int | None = None,
+    gammas: list | None = None,
+    thresholds: list = THRESHOLDS,
+    lr: float = 0.05,
+    l2: float = 1e-5,
+    seed: int = 0,
+) -> dict:
+    """ONE task (the grid kind ``l3m_posts``): its streams, L3M (gamma, t tuned on dev VI) and the baselines.
+
+    ``task``: one of ``TASKS``; ``quick``: the script's quick streams and, unless given, its epochs (4), window
+    (32) and gammas (0.5, 1); otherwise 20, 64 and (0.1, 0.25, 0.5, 1).
+    """
+    from jaxclust.errors import InvalidInputError
+
+    if task not in TASKS:
+        raise InvalidInputError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
+    epochs = epochs or (4 if quick else 20)
+    window = window or (32 if quick else 64)
+    gammas = [float(g) for g in (gammas or ([0.5, 1.0] if quick else [0.1, 0.25, 0.5, 1.0]))]
+    args = argparse.Namespace(lr=lr, l2=l2, seed=seed)
+    t = time.time()
+    res = run_task(task, task_streams(task, quick, seed), window, epochs, list(thresholds), gammas, args)
+    return {**res, "epochs": epochs, "seconds": round(time.time() - t, 1)}
+
+
+def plot(result, path):
     fig = Figure(figsize=(6, 3.5))
     ax = fig.subplots()
     names = list(result["tasks"])
@@ -198,7 +214,66 @@ def main(argv=None):
     ax.set_ylabel("test VI (lower is better)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "posts_vi.png", dpi=120)
+    fig.savefig(path, dpi=120)
+
+
+def summarize(records, out_dir) -> dict:
+    """The grid's summary (kind ``l3m_posts``): ``posts.json`` (the script's layout) and ``posts_vi.png`` from the
+    tasks that exist (one file pair per setting; a second setting gets a hash suffix)."""
+    import hashlib
+
+    out_dir = Path(out_dir)
+    groups: dict[str, list] = {}
+    for rec in records:
+        key = json.dumps({k: v for k, v in rec["params"].items() if k != "task"}, sort_keys=True)
+        groups.setdefault(key, []).append(rec)
+    files = []
+    for n, (key, recs) in enumerate(groups.items()):
+        suffix = "" if n == 0 else "_" + hashlib.sha256(key.encode()).hexdigest()[:6]
+        setting = json.loads(key)
+        recs = sorted(recs, key=lambda r: TASKS.index(r["params"]["task"]))
+        result = {
+            "quick": setting.get("quick", False),
+            "epochs": recs[0]["result"]["epochs"],
+            "lr": setting.get("lr", 0.05),
+            "l2": setting.get("l2", 1e-5),
+            "tasks": {
+                r["params"]["task"]: {k: v for k, v in r["result"].items() if k != "epochs"} for r in recs
+            },
+            "made_by": "jaxclust experiment (kind l3m_posts)",
+            "run_ids": [r["id"] for r in recs],
+        }
+        (out_dir / f"posts{suffix}.json").write_text(json.dumps(result, indent=1))
+        plot(result, out_dir / f"posts_vi{suffix}.png")
+        files += [f"posts{suffix}.json", f"posts_vi{suffix}.png"]
+    return {"files": files}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="results/l3m")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--l2", type=float, default=1e-5)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    q = args.quick
+    epochs, window = (4, 32) if q else (20, 64)
+    gammas = [0.5, 1.0] if q else [0.1, 0.25, 0.5, 1.0]
+    thresholds = list(THRESHOLDS)
+    t0 = time.time()
+    tasks = {name: task_streams(name, q, args.seed) for name in TASKS}
+    result = {"quick": q, "epochs": epochs, "lr": args.lr, "l2": args.l2, "tasks": {}}
+    for name, streams in tasks.items():
+        t = time.time()
+        result["tasks"][name] = run_task(name, streams, window, epochs, thresholds, gammas, args)
+        print(name, result["tasks"][name]["vi"]["test"], f"{time.time() - t:.0f}s", flush=True)
+    result["seconds"] = round(time.time() - t0, 1)
+    with open(out / "posts.json", "w") as fh:
+        json.dump(result, fh, indent=1)
+    plot(result, out / "posts_vi.png")
     return result
 
 

@@ -12,7 +12,8 @@ Two parts, both on evaluation data only (gold labels; no model is trained):
    micro-averaged over documents like the reference scorer.
 
 Usage: ``python experiments/metrics_baselines.py [--quick] [--out DIR] [--data-dir DIR] [--seeds 5]``
-Writes ``metrics_baselines.json`` and ``metrics_baselines.png`` to ``--out``.
+Writes ``metrics_baselines.json`` and ``metrics_baselines.png`` to ``--out``. Experiment grids (kind
+``metrics_baselines``): :func:`run_one` computes one part, :func:`summarize` writes both files.
 """
 
 from __future__ import annotations
@@ -167,6 +168,46 @@ def _plot(part: dict, coref: dict, path: Path) -> None:
         axes[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def run_one(part: str, seeds: int = 5, quick: bool = False, data_dir: str | None = None) -> dict:
+    """ONE part (the grid kind ``metrics_baselines``): ``partition`` (verb classes) or ``coref`` (LitBank, GUM).
+
+    ``quick``: the script's fewer settings and documents; ``seeds`` is used as given (the script's ``--quick``
+    also caps it at 2: give ``seeds = 2``).
+    """
+    from jaxclust.errors import InvalidInputError
+
+    data_dir = data_dir or os.environ.get("JAXCLUST_DATA", "../shared/data")
+    if part == "partition":
+        return _partition_part(data_dir, seeds, quick)
+    if part == "coref":
+        return _coref_part(data_dir, seeds, quick)
+    raise InvalidInputError(f"part: expected 'partition' or 'coref', got {part!r}")
+
+
+def summarize(records, out_dir) -> dict:
+    """The grid's summary (kind ``metrics_baselines``): ``metrics_baselines.json`` and ``.png`` from the parts that
+    exist (the last record of each part wins when settings differ)."""
+    parts = {r["params"]["part"]: r for r in records}
+    part = (
+        parts["partition"]["result"] if "partition" in parts else {"rows": [], "n_classes": 0, "dataset": "-"}
+    )
+    part.setdefault("n_items", 0)
+    coref = parts["coref"]["result"] if "coref" in parts else {}
+    first = next(iter(parts.values()))["params"]
+    result = dict(
+        quick=first.get("quick", False),
+        seeds=first.get("seeds", 5),
+        partition=parts["partition"]["result"] if "partition" in parts else None,
+        coref=coref,
+        made_by="jaxclust experiment (kind metrics_baselines)",
+        run_ids=[r["id"] for r in parts.values()],
+    )
+    out_dir = Path(out_dir)
+    (out_dir / "metrics_baselines.json").write_text(json.dumps(result, indent=1))
+    _plot(part, coref, out_dir / "metrics_baselines.png")
+    return {"files": ["metrics_baselines.json", "metrics_baselines.png"]}
 
 
 def main() -> None:

@@ -65,6 +65,9 @@ def _register() -> None:
 
     app.command(help=demo.__doc__)(demo)
     app.command(help=annotate.__doc__)(annotate)
+    from jaxclust.experiment.cli import app as experiment_app
+
+    app.add_typer(experiment_app, name="experiment")
 
 
 _register()

@@ -25,6 +25,9 @@ __all__ = [
     "InfeasibleConstraintsError",
     "NotFittedError",  # noqa: F822 - built on first access, see __getattr__
     "NumericalError",
+    "ExperimentConfigError",
+    "ExperimentError",
+    "MissingDependencyError",
 ]
 
 
@@ -106,6 +109,20 @@ class NumericalError(JaxclustError, ValueError):
     """A computation would give a non-finite or singular result (overflow from the scale of ``X``, a singular
     covariance); the message says which input caused it and what to change. Raised instead of returning NaN or
     inf."""
+
+
+class ExperimentConfigError(JaxclustError, ValueError):
+    """A bad experiment-grid config (``jaxclust experiment``): the message names the file, the key and, where it
+    can, the line."""
+
+
+class ExperimentError(JaxclustError, RuntimeError):
+    """An experiment grid cannot run at all (e.g. the Ray cluster cannot be reached); the message says why."""
+
+
+class MissingDependencyError(JaxclustError, ImportError):
+    """An optional dependency is not installed (e.g. Ray for ``jaxclust experiment run --ray``); the message says
+    what to install."""
 
 
 def _make_not_fitted_error() -> type:
