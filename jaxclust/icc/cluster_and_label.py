@@ -49,7 +49,7 @@ def train_on_generated(
     """Fit a classifier on (generated) labels with optional per-instance weights. One-class data gives a
     constant predictor (a fitted ``DummyClassifier``)."""
     labels = np.asarray(labels)
-    n = len(X) if hasattr(X, "__len__") else np.shape(X)[0]
+    n = X.shape[0] if hasattr(X, "shape") else len(X)
     if labels.ndim != 1 or labels.shape[0] != n:
         raise InvalidInputError(f"labels: expected {n} labels (one per row of X), got shape {labels.shape}")
     if sample_weight is not None and np.shape(sample_weight) != (n,):

@@ -316,14 +316,7 @@ def test_fast_configs_run_quick_and_reproduce_the_reported_numbers(data_dir, tmp
     assert gold["v_beta"] == pytest.approx(1.0) and gold["n_clusters"] == 46
 
 
-# jaxclust/icc/cluster_and_label.py takes len() of the TF-IDF matrix, which scipy refuses for sparse input: the
-# downstream part fails (in experiments/icc.py too) until that is fixed there
-ICC_BUG = pytest.mark.xfail(strict=True, reason="train_on_generated: len() of a sparse matrix (jaxclust/icc)")
-SLOW = [
-    pytest.param(p, marks=ICC_BUG) if p.stem == "icc" else p
-    for p in CONFIGS
-    if p.stem not in ("dataset_signal", "metrics_baselines")
-]
+SLOW = [p for p in CONFIGS if p.stem not in ("dataset_signal", "metrics_baselines")]
 
 
 @pytest.mark.slow

@@ -48,3 +48,14 @@ def test_bad_budgets():
     X, y, Xt, yt = _data()
     with pytest.raises(InvalidInputError, match="budgets"):
         uncertainty_sampling_curve(X, y, Xt, yt, [30, 20])
+
+
+def test_train_on_generated_takes_sparse_features():
+    """TF-IDF features arrive as a scipy sparse matrix (len() of one raises): the row count comes from .shape."""
+    import scipy.sparse as sp
+
+    from jaxclust.icc.cluster_and_label import train_on_generated
+
+    X = sp.csr_matrix(np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]]))
+    clf = train_on_generated(X, np.array([0, 0, 1, 1]))
+    assert clf.predict(X).tolist() == [0, 0, 1, 1]
