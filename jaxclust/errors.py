@@ -18,6 +18,7 @@ __all__ = [
     "ConstraintError",
     "StoreError",
     "StoreLockedError",
+    "StoreMismatchError",
     "JaxclustWarning",
     "StoreRecoveryWarning",
     "ConstraintConflictError",
@@ -82,6 +83,25 @@ class StoreLockedError(StoreError):
         super().__init__(message)
         self.path = path
         self.holder = dict(holder or {})
+
+
+class StoreMismatchError(InvalidInputError):
+    """An existing answer store was started on other data (other items, features or texts): resuming would
+    attach its answers to the wrong items. The message names the store and, where known, the data file.
+
+    Attributes
+    ----------
+    key : str
+        What differs (``"n"``, ``"fingerprint"``, ``"texts"``, ...).
+    stored, given :
+        The store's value and this session's.
+    """
+
+    def __init__(self, message: str, key: str = "", stored: Any = None, given: Any = None):
+        super().__init__(message)
+        self.key = key
+        self.stored = stored
+        self.given = given
 
 
 class JaxclustWarning(UserWarning):
