@@ -19,6 +19,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "StoreMismatchError",
+    "MissingDependencyError",
     "JaxclustWarning",
     "StoreRecoveryWarning",
     "ConstraintConflictError",
@@ -102,6 +103,11 @@ class StoreMismatchError(InvalidInputError):
         self.key = key
         self.stored = stored
         self.given = given
+
+
+class MissingDependencyError(JaxclustError, ImportError):
+    """An optional dependency is not installed; the message names the package and the ``pip install`` line
+    (e.g. ``pip install "jaxclust[notebooks]"`` for the notebook annotator's ipywidgets)."""
 
 
 class JaxclustWarning(UserWarning):

@@ -313,7 +313,7 @@ def check_shared_path(path: str | os.PathLike, name: str = "shared") -> None:
     """``StoreError`` when several annotators cannot share ``path`` (a JSON-lines store); creates nothing."""
     if not is_sqlite_path(path):
         raise StoreError(
-            f"answer store {path}: {name}: a JSON-lines store takes one writer at a time; for several "
+            f"{name}: answer store {path} is JSON lines, which take one writer at a time; for several "
             "annotators at once use an SQLite store (.sqlite, .sqlite3 or .db)"
         )
 
@@ -372,6 +372,7 @@ class AnswerStore:
         self._news: list[dict[str, Any]] = []  # answers of other sessions not yet reported by refresh()
         self._undone_news: list[dict[str, Any]] = []  # their undo records, not yet reported
         self._busy = float(busy_timeout)
+        self.n_appended = 0  # answers stored through this object
         self._conn: sqlite3.Connection | None = None
         self._fd: int | None = None
         self._lock: StoreLock | None = None
@@ -935,6 +936,7 @@ class AnswerStore:
                 self._upgrade_jsonl()
             self._append_line(line)
             self._add_answer(len(self._answers) + 1, rec, news=False)
+        self.n_appended += 1
         return dict(rec)
 
     def undo(self, annotator: str | None = None) -> dict[str, Any] | None:
