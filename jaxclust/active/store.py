@@ -461,16 +461,17 @@ class AnswerStore:
                 str(self.path), timeout=self._busy if self.shared else 0.0, isolation_level=None
             )
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if existed and ("answers" not in tables or not tables <= _OUR_TABLES):
+            # no table at all: a new database (another session may be creating it right now)
+            if existed and tables and ("answers" not in tables or not tables <= _OUR_TABLES):
                 raise StoreError(
                     f"answer store {self.path}: is an SQLite database but not a jaxclust answer store (tables: "
                     f"{', '.join(sorted(tables)) or 'none'}); nothing was changed, pass a new path"
                 )
-            if self.shared:
-                self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
         except sqlite3.Error as exc:
             raise self._sqlite_error(exc, "opened") from exc
+        if self.shared:
+            self._wal()
         with self._write(
             "opened"
         ) as con:  # create, or bring an older store up to date (adds, never rewrites)
@@ -497,6 +498,27 @@ class AnswerStore:
         stored, damaged = self._read_meta()
         self._load(stored, damaged)
         return stored
+
+    def _wal(self) -> None:
+        """Switch to WAL (it persists in the file). SQLite does not wait for a busy database here, so two
+        sessions opening a new store at once retry, up to ``busy_timeout``."""
+        deadline = time.monotonic() + self._busy
+        while True:
+            try:
+                mode = self._conn.execute("PRAGMA journal_mode").fetchone()[0]
+                if (
+                    str(mode).lower() == "wal"
+                    or str(self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower() == "wal"
+                ):
+                    return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
+                    raise self._sqlite_error(exc, "opened") from exc
+                if time.monotonic() >= deadline:
+                    raise self._sqlite_error(exc, "opened") from exc
+            except sqlite3.Error as exc:
+                raise self._sqlite_error(exc, "opened") from exc
+            time.sleep(0.02)
 
     def _read_meta(self) -> tuple[dict[str, Any], list]:
         stored: dict[str, Any] = {}
