@@ -30,17 +30,15 @@ __all__ = ["session_features", "standardise", "features_path"]
 def standardise(X: np.ndarray) -> np.ndarray:
     """Columns to mean 0 and variance 1; a constant column is returned unchanged (see the module docstring)."""
     X = np.asarray(X, dtype=np.float64)
-    sd = X.std(axis=0)
-    scaled = ~np.all(X == X[:1], axis=0) & (sd > 0)
-    out = X.copy()
-    with np.errstate(over="ignore", invalid="ignore"):
-        z = (X[:, scaled] - X[:, scaled].mean(axis=0)) / sd[scaled]
-    bad = ~np.all(np.isfinite(z), axis=0)
-    if bad.any():  # magnitudes near the float64 limit: scale first, then standardise
-        cols = np.flatnonzero(scaled)[bad]
-        Y = X[:, cols] / np.max(np.abs(X[:, cols]), axis=0)
-        z[:, bad] = (Y - Y.mean(axis=0)) / Y.std(axis=0)
-    out[:, scaled] = z
+    constant = np.all(X == X[:1], axis=0)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        sd = X.std(axis=0)
+        Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)  # the formula of earlier versions: same bits
+        out = np.where(constant, X, Z)
+        bad = ~constant & ~(np.isfinite(sd) & (sd > 0) & np.all(np.isfinite(Z), axis=0))
+        for c in np.flatnonzero(bad):  # magnitudes near the float64 limits: scale first, then standardise
+            y = X[:, c] / np.max(np.abs(X[:, c]))
+            out[:, c] = (y - y.mean()) / y.std()
     return out
 
 

@@ -383,7 +383,8 @@ class NotebookAnnotator:
             button.on_click(lambda _b, key=key: self._clicked(key))
         self._status_label = w.HTML(html.escape(self.message))
         self._image = w.Image(format="png")
-        self.widget = w.VBox(
+        self._live = False  # the figure is drawn once the widget is on screen
+        self._box = w.VBox(
             [
                 w.HBox([self._heading, self._progress]),
                 w.HBox(self._items_box),
@@ -392,6 +393,15 @@ class NotebookAnnotator:
                 self._image,
             ]
         )
+
+    @property
+    def widget(self):
+        """The ipywidgets box (displaying the annotator displays it); from then on the figure follows each
+        answer."""
+        if not self._live:
+            self._live = True
+            self._image.value = self._png()
+        return self._box
 
     def _clicked(self, key: str) -> None:
         try:
@@ -403,7 +413,7 @@ class NotebookAnnotator:
             self._status(f"error: {exc}")
 
     def _refresh(self) -> None:
-        if not hasattr(self, "widget"):
+        if not hasattr(self, "_box"):
             return
         n = self.n_answers
         self._progress.value = min(n, self._progress.max)
@@ -422,7 +432,8 @@ class NotebookAnnotator:
                 )
         for key in ("must", "cannot", "unknown"):
             self._buttons[key].disabled = self.question is None
-        self._image.value = self._png()
+        if self._live:
+            self._image.value = self._png()
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
