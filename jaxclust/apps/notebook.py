@@ -114,6 +114,9 @@ class NotebookAnnotator:
         The features the model sees.
     message : str
         The last status line.
+    curve_ : list of (int, float)
+        With ``gold``: V-beta of the model after each round, against the number of answers (across undos and
+        restarts; an undo removes the points that counted the undone answer).
     """
 
     def __init__(
@@ -168,6 +171,7 @@ class NotebookAnnotator:
         self.gold = None if gold is None else np.asarray(gold)
         self.question: tuple[int, int] | None = None
         self.message = ""
+        self._curve: dict[int, float] = {}
         self.finished = False
         self._own_store = not isinstance(store, AnswerStore)
         self.store = AnswerStore(store, shared=shared) if self._own_store else store
@@ -212,7 +216,15 @@ class NotebookAnnotator:
             self.question = None
             self.finished = True
             self._status(self._end_message())
+        for h in getattr(self.learner, "history_", []):
+            # a resumed session's round 0 scores the fit it resumed from, made before the answers it replays
+            if "v_beta" in h and (h["round"] > 0 or not h["queries"]):
+                self._curve[h["n_queries"]] = h["v_beta"]
         self._refresh()
+
+    @property
+    def curve_(self) -> list[tuple[int, float]]:
+        return sorted(self._curve.items())
 
     def _end_message(self) -> str:
         reason = getattr(self.learner, "stop_reason_", "done")
@@ -269,6 +281,8 @@ class NotebookAnnotator:
         and ask again from there. Returns the undone answer (None when there was nothing to undo)."""
         self._session.close()
         undone = self.store.undo(self.annotator)
+        n = len(self.store)
+        self._curve = {k: v for k, v in self._curve.items() if k <= n}
         self._start()
         if undone is None:
             self._status(f"Nothing to undo: {self.annotator} has no answer in the store.")
@@ -327,7 +341,7 @@ class NotebookAnnotator:
         answers; and the V-beta curve when gold labels were given."""
         from matplotlib.figure import Figure
 
-        curve = self.gold is not None and any("v_beta" in h for h in getattr(self.learner, "history_", []))
+        curve = self.gold is not None and bool(self._curve)
         fig = Figure(figsize=(9.5 if curve else 5.5, 4.2), layout="constrained")
         ax = fig.add_subplot(1, 2 if curve else 1, 1)
         P = self._projection
@@ -350,9 +364,8 @@ class NotebookAnnotator:
         ax.set_xlabel("PCA 1")
         ax.set_ylabel("PCA 2")
         if curve:
-            rows = [h for h in self.learner.history_ if "v_beta" in h]
             ax2 = fig.add_subplot(1, 2, 2)
-            ax2.plot([h["n_queries"] for h in rows], [h["v_beta"] for h in rows], marker="o")
+            ax2.plot(*zip(*self.curve_, strict=True), marker="o")
             ax2.set_xlabel("answers")
             ax2.set_ylabel("V-beta (gold labels)")
             ax2.set_ylim(0, 1.02)
