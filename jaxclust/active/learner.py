@@ -12,10 +12,26 @@ the new one by a few constraints) just needs fewer sweeps to forget its start. S
 refit from scratch.
 
 Conflicts. Answers are turned into constraints with ``on_conflict="drop"`` semantics: an answer that
-contradicts the constraints kept so far (possible with noisy people and pre-chosen batches, or with
+contradicts the constraints kept so far (possible with noisy people and pre-chosen batches, two annotators, or
 user-supplied initial constraints) is dropped, recorded in the store with ``kept=False`` and reported in the
-round's ``dropped`` list; the session never crashes on a conflict. Before each question in a batch the pair's
-status is re-checked, so pairs made known by earlier answers of the same batch are skipped, not asked.
+round's ``dropped`` list and in ``conflicts_``, which names the earlier answers it contradicts and who gave
+them; the session never crashes on a conflict. Every answer, kept or not, with its annotator, is in
+``answers_`` (the hook for models of fallible annotators). Before each question in a batch the pair's status is
+re-checked, so pairs made known by earlier answers of the same batch are skipped, not asked.
+
+Answers pushed in. :meth:`ActiveLearner.run` calls an oracle; :meth:`ActiveLearner.iter_questions` is the same
+session as a generator, for callers that receive answers (a notebook widget): ``next()`` gives a question,
+``send(answer)`` stores it and gives the next.
+
+Undo. An answer undone in the store (:meth:`AnswerStore.undo`, an undo record) is left out of the answers a
+session reads, and so are the fit records made after it: a resumed session refits the last fit made before the
+undone answer and goes on exactly as a session that never got it.
+
+Several annotators. On a shared store (``AnswerStore(path, shared=True)``) the session claims each question
+before asking it (a question another live session holds is skipped), takes in the other annotators' answers
+before each pick (they filter the batch's samples as its own answers do; an answer another session undid makes
+it rebuild its constraints and refit), and counts ``n_queries`` over everybody's answers. There is no single
+uninterrupted session to reproduce, so a shared session starts from every stored answer and a fresh fit.
 
 Resuming. With a ``store``, every answer is written before the next question is chosen, and every model fit
 leaves a fit record (seed, position in the session, the chains' final states) before its samples are used. A

@@ -152,3 +152,21 @@ def test_shared_sessions_record_their_annotators(workdir):
     assert res.exit_code == 0, res.output
     with AnswerStore("team.sqlite") as s:
         assert [r["annotator"] for r in s.records] == ["ann", "ann", "bo", "bo"]
+
+
+def test_the_readme_three_lines_take_a_text_file_through_annotate(workdir):
+    import shlex
+    import subprocess
+
+    tmp, _ = workdir
+    readme = (HERE.parents[1] / "README.md").read_text()
+    block = readme.split("**Texts.**", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    make, annotate, show = block.strip().splitlines()
+    assert annotate.startswith("jaxclust annotate texts.txt") and show.startswith("cat clusters.csv")
+    subprocess.run(["bash", "-c", make], check=True, cwd=tmp)  # printf ... > texts.txt
+    args = shlex.split(annotate.split("#")[0])[1:]
+    res = CliRunner().invoke(app, [*args, "--n-chains", "1"], input="n\nn\nn\n")
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("Turning 3 texts into features")
+    rows = (tmp / "clusters.csv").read_text().splitlines()
+    assert rows[0] == "name,cluster,text" and rows[1].startswith("line 1,") and len(rows) == 4
