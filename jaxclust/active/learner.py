@@ -641,6 +641,7 @@ class ActiveLearner:
                 budget = min(int(self.batch_size), n_queries - start_asked)
                 n_refits = 0
                 shown = st["asked"]
+                st["round_answers"] = pos  # this session's answers in the round (others' are not counted)
                 confident = False
                 taken.clear()
                 try:
@@ -699,6 +700,7 @@ class ActiveLearner:
                                 }
                                 replayed = False
                             changed_now = apply(rec, not replayed, round_, log)
+                            st["round_answers"] += 1
                             changed = changed or changed_now
                             fresh = False
                             if rec["answer"] != "unknown":
@@ -743,6 +745,7 @@ class ActiveLearner:
                                 }
                                 replayed = False
                             apply(rec, not replayed, round_, log)
+                            st["round_answers"] += 1
                 except _Diverged:
                     warnings.warn(
                         f"resuming {store.path}: a stored answer is not about the pair this session would ask "
@@ -752,10 +755,11 @@ class ActiveLearner:
                     )
                 while pending:  # answers of the interrupted round not reached again: keep every one
                     apply(pending.popleft(), False, round_, log)
+                    st["round_answers"] += 1
                 if pbar is not None:
                     pbar.update(st["asked"] - shown)
                 pos = 0
-                if confident or st["asked"] == start_asked:  # nothing asked: confident, or nothing left
+                if confident or st["round_answers"] == 0:  # nothing asked: confident, or nothing left
                     if log["queries"] or n_refits:
                         record_round(round_, log, n_refits, time.perf_counter() - t0)
                     reason = "confident" if confident else "exhausted"
