@@ -116,7 +116,7 @@ def annotate(
     n_chains: int = typer.Option(4, "--n-chains", help="Sampler chains."),
     seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
 ) -> None:
-    """Interactive, resumable active clustering of your own data: answer y / n / d (don't know) / q."""
+    """Interactive, resumable active clustering of your own texts or data: answer y / n / d (don't know) / q."""
     from jaxclust.annotate import check_annotate_options
     from jaxclust.errors import JaxclustError
 

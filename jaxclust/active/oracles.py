@@ -17,7 +17,15 @@ import numpy as np
 from jaxclust.errors import InvalidInputError
 from jaxclust.validation import check_float, check_index, check_labels, seed_from
 
-__all__ = ["GoldOracle", "NoisyOracle", "InteractiveOracle", "SessionStopped", "ask", "check_reply", "shorten"]
+__all__ = [
+    "GoldOracle",
+    "NoisyOracle",
+    "InteractiveOracle",
+    "SessionStopped",
+    "ask",
+    "check_reply",
+    "shorten",
+]
 
 
 class SessionStopped(Exception):  # noqa: N818 - a control-flow signal, not an error
