@@ -383,8 +383,10 @@ class ActiveLearner:
         stores the answer (``"must"``, ``"cannot"`` or ``"unknown"``) and gives the next question; when the
         session ends the generator returns the history (``StopIteration.value``, as :meth:`run` returns it).
         ``throw(SessionStopped())`` ends it as a person who quits (the round is refitted for the history);
-        ``close()`` ends it at once. Every answer is stored before the next question, as in :meth:`run`, and
-        the attributes (``model_``, ``history_``, ``constraints_``, ...) follow the session while it runs.
+        ``close()`` ends it at once. An answer that is none of the three raises ``InvalidInputError`` and ends
+        the generator (check replies before sending them; everything stored so far stays). Every answer is
+        stored before the next question, as in :meth:`run`, and the attributes (``model_``, ``history_``,
+        ``constraints_``, ...) follow the session while it runs.
 
         The arguments are checked when this is called; the store is opened at the first ``next()``.
         """

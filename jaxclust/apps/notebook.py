@@ -216,6 +216,11 @@ class NotebookAnnotator:
             self.question = None
             self.finished = True
             self._status(self._end_message())
+        except BaseException:  # the session cannot go on (e.g. a full disk); what was stored stays stored
+            self.question = None
+            self.finished = True
+            self._refresh()
+            raise
         for h in getattr(self.learner, "history_", []):
             # a resumed session's round 0 scores the fit it resumed from, made before the answers it replays
             if "v_beta" in h and (h["round"] > 0 or not h["queries"]):
