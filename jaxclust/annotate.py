@@ -104,6 +104,13 @@ def make_learner(
     )
 
 
+def _has_content(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
@@ -273,18 +280,25 @@ def run_annotate(
 
     from jaxclust.active import InteractiveOracle
     from jaxclust.active.store import AnswerStore, default_annotator
-    from jaxclust.apps.features import session_features
+    from jaxclust.apps.features import compute_features, session_features
 
     def say(text: str = "") -> None:
         print(text, file=out, flush=True)
 
     flag = (spelled or {}).get
     who = annotator if annotator is not None else default_annotator()
-    answers = AnswerStore(store, shared=shared)
-    try:
+    computed = None
+    if items.kind == "texts" and featurizer is None:
+        from jaxclust.text import TextFeaturizer
+
+        featurizer = TextFeaturizer()
+    if not _has_content(Path(store)):  # a new store: bad items must create nothing
         if items.kind == "texts":
             say(f"Turning {_plural(len(items), 'text')} into features (TF-IDF, SVD)...")
-        X = session_features(items, answers, featurizer)
+        computed = compute_features(items, featurizer)
+    answers = AnswerStore(store, shared=shared)
+    try:
+        X = session_features(items, answers, featurizer, computed)
         resumed = len(answers)
         if items.kind == "texts":
             what = f"{_plural(len(items), 'text')}, {_plural(X.shape[1], 'feature')} (TF-IDF -> SVD)"

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from jaxclust.apps.items import Items
-from jaxclust.errors import StoreError, StoreMismatchError
+from jaxclust.errors import NotFittedError, StoreError, StoreMismatchError
 
-__all__ = ["session_features", "standardise", "features_path"]
+__all__ = ["session_features", "compute_features", "standardise", "features_path"]
 
 
 def standardise(X: np.ndarray) -> np.ndarray:
@@ -88,12 +88,28 @@ def _load(path: Path, n: int, fingerprint: str) -> np.ndarray | None:
     return X
 
 
-def session_features(items: Items, store, featurizer=None) -> np.ndarray:
+def compute_features(items: Items, featurizer=None) -> np.ndarray:
+    """The features of ``items`` computed afresh: texts through ``featurizer`` (default
+    :class:`jaxclust.text.TextFeaturizer`), numbers checked and standardised. Named errors for bad items; run
+    it before creating a store, so that bad items create nothing (then pass the same ``featurizer`` object and
+    the result to :func:`session_features`)."""
+    if items.kind == "numbers":
+        from jaxclust.validation import check_array
+
+        return standardise(check_array(items.X, name=items.label, min_rows=2))
+    from jaxclust.text.featurize import TextFeaturizer
+
+    model = featurizer if featurizer is not None else TextFeaturizer()
+    return np.asarray(model.fit_transform(items.texts), dtype=np.float64)
+
+
+def session_features(items: Items, store, featurizer=None, computed: np.ndarray | None = None) -> np.ndarray:
     """The feature matrix of ``items`` for a session on ``store`` (an open
     :class:`~jaxclust.active.AnswerStore`), saved with it / loaded from it (see the module docstring).
 
     ``featurizer`` (texts only): a transformer with ``fit_transform(texts)``, default
-    :class:`jaxclust.text.TextFeaturizer`.
+    :class:`jaxclust.text.TextFeaturizer`. ``computed``: what :func:`compute_features` gave for these items
+    with this featuriser (used when the store has no features yet, instead of computing them again).
 
     Raises
     ------
@@ -122,9 +138,7 @@ def session_features(items: Items, store, featurizer=None) -> np.ndarray:
     if "n" in meta and meta["n"] != n:
         raise refuse("n", f"has {n} items, not the {meta['n']} items", meta["n"], n)
     if items.kind == "numbers":
-        from jaxclust.validation import check_array
-
-        X = standardise(check_array(items.X, name=where, min_rows=2))
+        X = compute_features(items) if computed is None else computed
         fp = data_fingerprint(X)
         if "texts" in meta:
             raise refuse("texts", "holds numbers, not the texts", meta["texts"], None)
@@ -143,7 +157,7 @@ def session_features(items: Items, store, featurizer=None) -> np.ndarray:
     for _ in range(2):  # a second pass only when another session created the store meanwhile
         if "texts" in meta and "fingerprint" in meta:
             return _saved_features(store, items, model, meta["fingerprint"])
-        X = np.asarray(model.fit_transform(items.texts), dtype=np.float64)
+        X = np.asarray(model.fit_transform(items.texts) if computed is None else computed, dtype=np.float64)
         fp = data_fingerprint(X)
         _save(features_path(store.path, fp), X)
         try:
@@ -157,7 +171,7 @@ def session_features(items: Items, store, featurizer=None) -> np.ndarray:
         if callable(describe) and "featurizer" not in store.meta:
             try:  # for the record only: which settings and scikit-learn made the features
                 store.check_meta({"featurizer": describe()})
-            except StoreMismatchError:
+            except (StoreMismatchError, NotFittedError):
                 pass
         return X
     return _saved_features(store, items, model, meta["fingerprint"])

@@ -151,7 +151,7 @@ class NotebookAnnotator:
             make_learner,
         )
         from jaxclust.apps import items as items_mod
-        from jaxclust.apps.features import session_features
+        from jaxclust.apps.features import compute_features, session_features
 
         self._w = _widgets()
         given = [k for k, v in (("data", data), ("texts", texts), ("X", X)) if v is not None]
@@ -174,9 +174,16 @@ class NotebookAnnotator:
         self._curve: dict[int, float] = {}
         self.finished = False
         self._own_store = not isinstance(store, AnswerStore)
+        computed = None
+        if self.items.kind == "texts" and featurizer is None:
+            from jaxclust.text import TextFeaturizer
+
+            featurizer = TextFeaturizer()
+        if self._own_store and not (Path(store).is_file() and Path(store).stat().st_size > 0):
+            computed = compute_features(self.items, featurizer)  # bad items: a named error, no store created
         self.store = AnswerStore(store, shared=shared) if self._own_store else store
         try:
-            self.X = session_features(self.items, self.store, featurizer)
+            self.X = session_features(self.items, self.store, featurizer, computed)
             if model is None:
                 model = default_model(random_state)
             self.learner = make_learner(

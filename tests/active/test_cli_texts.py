@@ -41,6 +41,7 @@ def workdir(tmp_path, monkeypatch):
         "\n".join(json.dumps({"text": t, "id": f"d{k}"}) for k, t in enumerate(texts))
     )
     np.save(tmp_path / "emb.npy", rng.normal(size=(15, 4)) + 3 * y[:, None])
+    (tmp_path / "punct.txt").write_text("!!\n? ?\n...\n")
     monkeypatch.chdir(tmp_path)
     # the command's model, swapped for the stand-in (no compilation)
     monkeypatch.setattr("jaxclust.dpmm.DPMM", lambda **kw: StandInSampler(random_state=kw["random_state"]))
@@ -130,6 +131,7 @@ BAD = [
     ),
     (["texts.txt", "--annotator", " x"], "--annotator: expected a name of 1 to 100 printable characters"),
     (["texts.csv"], "texts.csv: row 2, column 'body': "),
+    (["punct.txt"], "texts: no words found in 3 texts"),
 ]
 
 

@@ -189,6 +189,9 @@ def test_the_items_are_given_once_and_numbers_are_shown_as_values(tmp_path):
         InvalidInputError, match="give the items once, as data .a file., texts or X; got none"
     ):
         NotebookAnnotator(store=tmp_path / "a.sqlite")
+    with pytest.raises(InvalidInputError, match="texts: no words found"):
+        NotebookAnnotator(texts=["!", "? ?"], store=tmp_path / "a.sqlite")
+    assert list(tmp_path.iterdir()) == []  # bad items create no store
     with NotebookAnnotator(X=X, store=tmp_path / "b.jsonl", model=StandInSampler(), n_queries=2) as ann:
         i = ann.question[0]
         assert ann.describe(i).startswith(f"[{i}] item {i}: column 0={X[i, 0]:.3g}, column 1=")
