@@ -373,6 +373,7 @@ class AnswerStore:
         self._undone_news: list[dict[str, Any]] = []  # their undo records, not yet reported
         self._busy = float(busy_timeout)
         self.n_appended = 0  # answers stored through this object
+        self._orphans = 0  # undo records of no answer, already reported
         self._conn: sqlite3.Connection | None = None
         self._fd: int | None = None
         self._lock: StoreLock | None = None
@@ -454,6 +455,21 @@ class AnswerStore:
                 pass
             raise self._sqlite_error(exc, doing) from exc
 
+    @contextmanager
+    def _snapshot(self):
+        """One read transaction: the answers, undos and fits read inside it are one consistent state."""
+        try:
+            self._conn.execute("BEGIN")
+        except sqlite3.Error as exc:
+            raise self._sqlite_error(exc, "read") from exc
+        try:
+            yield
+        finally:
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error:
+                pass
+
     def _open_sqlite(self) -> dict[str, Any]:
         existed = self.path.exists() and self.path.stat().st_size > 0
         try:
@@ -495,8 +511,9 @@ class AnswerStore:
             )
             if not self.shared:  # nobody else is in: claims left by shared sessions are stale
                 con.execute("DELETE FROM pending")
-        stored, damaged = self._read_meta()
-        self._load(stored, damaged)
+        with self._snapshot():
+            stored, damaged = self._read_meta()
+            self._load(stored, damaged)
         return stored
 
     def _wal(self) -> None:
@@ -879,7 +896,8 @@ class AnswerStore:
                 orphans += 1
             else:
                 undone[k] = u
-        if orphans:
+        if orphans > self._orphans:  # each once
+            self._orphans = orphans
             warnings.warn(
                 f"answer store {self.path}: {_plural(orphans, 'undo record')} refer to no stored answer and "
                 "are ignored",
@@ -1088,7 +1106,8 @@ class AnswerStore:
         if self._sqlite and self.shared:
             if self._conn is None:
                 raise StoreError(f"answer store {self.path}: is closed")
-            self._load()
+            with self._snapshot():
+                self._load()
         news, undos = self._news, self._undone_news
         self._news, self._undone_news = [], []
         undone = self._resolve()[1]
