@@ -26,6 +26,9 @@ ANNOTATE_FLAGS = {
     "store": "--store",
     "name_column": "--name-column",
     "context_column": "--context-column",
+    "text_column": "--text-column",
+    "annotator": "--annotator",
+    "shared": "--shared",
 }
 
 
@@ -63,8 +66,9 @@ def demo(
 def annotate(
     data: Path = typer.Argument(
         ...,
-        help="CSV with a header row: numeric feature columns, an optional name column (the first non-numeric "
-        "one) and an optional context column.",
+        help="The items: a CSV with a header row (numeric feature columns, an optional name column - the first "
+        "non-numeric one - and an optional context column; or texts with --text-column), a .txt file with one "
+        "text per line, JSON lines with a 'text' field, or a .npy array of embeddings.",
     ),
     store: Path = typer.Option(
         Path("answers.sqlite"),
@@ -77,6 +81,20 @@ def annotate(
         None, "--name-column", help="Column naming the items (default: first non-numeric column)."
     ),
     context_column: str = typer.Option(None, "--context-column", help="Column shown as context."),
+    text_column: str = typer.Option(
+        None,
+        "--text-column",
+        help="CSV column (JSON-lines field, default 'text') holding the texts to cluster; texts become features "
+        "by TF-IDF -> SVD -> standardised, saved with the store.",
+    ),
+    annotator: str = typer.Option(
+        None, "--annotator", help="Your name, stored with each answer (default: your user name)."
+    ),
+    shared: bool = typer.Option(
+        False,
+        "--shared",
+        help="Several annotators on one SQLite store at once: each gets other questions, every answer is kept.",
+    ),
     strategy: str = typer.Option(
         "batch", "--strategy", help="batch (default), entropy, naive_batch or random."
     ),
@@ -98,7 +116,7 @@ def annotate(
     n_chains: int = typer.Option(4, "--n-chains", help="Sampler chains."),
     seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
 ) -> None:
-    """Interactive, resumable active clustering of your own data: answer y / n / d (don't know) / q."""
+    """Interactive, resumable active clustering of your own texts or data: answer y / n / d (don't know) / q."""
     from jaxclust.annotate import check_annotate_options
     from jaxclust.errors import JaxclustError
 
@@ -108,15 +126,26 @@ def annotate(
     _count(seed, "--seed", 0)
     try:  # every option and path before the data is read or anything is created
         check_annotate_options(
-            data, store, n_queries, strategy, batch_size, labels_out, stop_entropy, spelled=ANNOTATE_FLAGS
+            data,
+            store,
+            n_queries,
+            strategy,
+            batch_size,
+            labels_out,
+            stop_entropy,
+            spelled=ANNOTATE_FLAGS,
+            text_column=text_column,
+            name_column=name_column,
+            context_column=context_column,
+            annotator=annotator,
+            shared=shared,
         )
     except JaxclustError as exc:
         fail(str(exc))
 
-    from jaxclust.annotate import run_annotate
-    from jaxclust.dpmm import DPMM
+    from jaxclust.annotate import default_model, run_annotate
 
-    model = DPMM(n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples, thin=3, random_state=seed)
+    model = default_model(seed, n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples)
     try:
         with one_line_warnings():
             run_annotate(
@@ -132,6 +161,9 @@ def annotate(
                 random_state=seed,
                 stop_entropy=stop_entropy,
                 spelled=ANNOTATE_FLAGS,
+                text_column=text_column,
+                annotator=annotator,
+                shared=shared,
             )
     except JaxclustError as exc:  # bad file, column, store: one clear line, no traceback
         fail(str(exc))

@@ -18,6 +18,8 @@ __all__ = [
     "ConstraintError",
     "StoreError",
     "StoreLockedError",
+    "StoreMismatchError",
+    "MissingDependencyError",
     "JaxclustWarning",
     "StoreRecoveryWarning",
     "ConstraintConflictError",
@@ -85,6 +87,30 @@ class StoreLockedError(StoreError):
         super().__init__(message)
         self.path = path
         self.holder = dict(holder or {})
+
+
+class StoreMismatchError(InvalidInputError):
+    """An existing answer store was started on other data (other items, features or texts): resuming would
+    attach its answers to the wrong items. The message names the store and, where known, the data file.
+
+    Attributes
+    ----------
+    key : str
+        What differs (``"n"``, ``"fingerprint"``, ``"texts"``, ...).
+    stored, given :
+        The store's value and this session's.
+    """
+
+    def __init__(self, message: str, key: str = "", stored: Any = None, given: Any = None):
+        super().__init__(message)
+        self.key = key
+        self.stored = stored
+        self.given = given
+
+
+class MissingDependencyError(JaxclustError, ImportError):
+    """An optional dependency is not installed; the message names the package and the ``pip install`` line
+    (e.g. ``pip install "jaxclust[notebooks]"`` for the notebook annotator's ipywidgets)."""
 
 
 class JaxclustWarning(UserWarning):

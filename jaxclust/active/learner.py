@@ -12,10 +12,26 @@ the new one by a few constraints) just needs fewer sweeps to forget its start. S
 refit from scratch.
 
 Conflicts. Answers are turned into constraints with ``on_conflict="drop"`` semantics: an answer that
-contradicts the constraints kept so far (possible with noisy people and pre-chosen batches, or with
+contradicts the constraints kept so far (possible with noisy people and pre-chosen batches, two annotators, or
 user-supplied initial constraints) is dropped, recorded in the store with ``kept=False`` and reported in the
-round's ``dropped`` list; the session never crashes on a conflict. Before each question in a batch the pair's
-status is re-checked, so pairs made known by earlier answers of the same batch are skipped, not asked.
+round's ``dropped`` list and in ``conflicts_``, which names the earlier answers it contradicts and who gave
+them; the session never crashes on a conflict. Every answer, kept or not, with its annotator, is in
+``answers_`` (the hook for models of fallible annotators). Before each question in a batch the pair's status is
+re-checked, so pairs made known by earlier answers of the same batch are skipped, not asked.
+
+Answers pushed in. :meth:`ActiveLearner.run` calls an oracle; :meth:`ActiveLearner.iter_questions` is the same
+session as a generator, for callers that receive answers (a notebook widget): ``next()`` gives a question,
+``send(answer)`` stores it and gives the next.
+
+Undo. An answer undone in the store (:meth:`AnswerStore.undo`, an undo record) is left out of the answers a
+session reads, and so are the fit records made after it: a resumed session refits the last fit made before the
+undone answer and goes on exactly as a session that never got it.
+
+Several annotators. On a shared store (``AnswerStore(path, shared=True)``) the session claims each question
+before asking it (a question another live session holds is skipped), takes in the other annotators' answers
+before each pick (they filter the batch's samples as its own answers do; an answer another session undid makes
+it rebuild its constraints and refit), and counts ``n_queries`` over everybody's answers. There is no single
+uninterrupted session to reproduce, so a shared session starts from every stored answer and a fresh fit.
 
 Resuming. With a ``store``, every answer is written before the next question is chosen, and every model fit
 leaves a fit record (seed, position in the session, the chains' final states) before its samples are used. A
@@ -46,14 +62,14 @@ from typing import Any
 import numpy as np
 
 from jaxclust.active.entropy import agreeing_samples, top_entropy_pairs
-from jaxclust.active.oracles import SessionStopped, ask
+from jaxclust.active.oracles import SessionStopped, ask, check_reply
 from jaxclust.active.selection import STRATEGIES, random_pairs
-from jaxclust.active.store import AnswerStore
+from jaxclust.active.store import AnswerStore, check_annotator, default_annotator
 from jaxclust.constraints import Constraints
 from jaxclust.errors import InvalidInputError, JaxclustWarning
 from jaxclust.validation import check_array, check_labels, prng_key, seed_from
 
-__all__ = ["ActiveLearner", "score_samples", "data_fingerprint"]
+__all__ = ["ActiveLearner", "score_samples", "data_fingerprint", "describe_conflict"]
 
 METRICS = ("v_beta", "v_measure", "homogeneity", "completeness", "vi", "link_accuracy")
 
@@ -161,6 +177,8 @@ class ActiveLearner:
     status : callable, optional
         Called with a one-line message before and after the first fit of :meth:`run` (which may take seconds
         while JAX compiles), e.g. ``print``.
+    annotator : str or None
+        Who answers: stored with every new answer (default: the operating-system user name).
 
     Attributes
     ----------
@@ -172,13 +190,22 @@ class ActiveLearner:
         The last fitted model.
     dropped_ : list of (i, j, answer)
         Answers dropped as contradictory.
+    conflicts_ : list of dict
+        One per dropped answer: ``{"answer": {...}, "contradicts": [{...}, ...], "message": str}``, each
+        answer as ``number`` (its place among the session's answers, 1-based; None for an initial
+        constraint), ``i``, ``j``, ``answer`` and ``annotator``; ``message`` names them all in one line.
+    answers_ : list of dict
+        Every answer the session used, stored or new, in order: ``i``, ``j``, ``answer``, ``annotator`` and
+        ``kept`` (False when dropped as contradictory). The hook for models of fallible annotators: all the
+        answers, with who gave them, whatever became a constraint.
     unknown_ : list of (i, j)
         Pairs answered "don't know".
     stopped_ : bool
         True if the oracle ended the session early.
     stop_reason_ : str
         Why :meth:`run` returned: ``"done"`` (``n_queries`` answers), ``"stopped"`` (the oracle raised
-        ``SessionStopped``), ``"confident"`` (see ``stop_entropy``) or ``"exhausted"`` (no unknown pair left).
+        ``SessionStopped``), ``"confident"`` (see ``stop_entropy``), ``"exhausted"`` (no unknown pair left)
+        or ``"closed"`` (an :meth:`iter_questions` generator closed by its caller).
     max_entropy_ : float or None
         Highest link entropy among unknown pairs when the session ended (None if not computed).
     """
@@ -198,6 +225,7 @@ class ActiveLearner:
         progress: bool = True,
         stop_entropy: float | None = None,
         status=None,
+        annotator: str | None = None,
     ):
         self.model = model
         self.oracle = oracle
@@ -212,6 +240,7 @@ class ActiveLearner:
         self.progress = progress
         self.stop_entropy = stop_entropy
         self.status = status
+        self.annotator = annotator
 
     # --- helpers
     # ----------------------------------------------------------------------------------------------
@@ -316,7 +345,8 @@ class ActiveLearner:
         ----------
         X : array-like, shape (n, d)
         n_queries : int
-            Total questions, answers replayed from the store included.
+            Total questions, answers replayed from the store included (with a shared store: the answers of
+            every annotator).
         eval_labels : array-like of int, shape (n,), optional
             Gold labels used only to score each round (never shown to the selection).
         constraints : Constraints, optional
@@ -334,27 +364,60 @@ class ActiveLearner:
             ``completeness``, ``vi``, ``link_accuracy``, ``n_clusters``, each averaged over the model's
             samples.
         """
+        session = self.iter_questions(X, n_queries, eval_labels, constraints)
+        try:
+            pair = next(session)
+            while True:
+                try:
+                    reply = ask(self.oracle, *pair)
+                except SessionStopped as exc:
+                    pair = session.throw(exc)
+                else:
+                    pair = session.send(reply)
+        except StopIteration as end:
+            return end.value
+        finally:
+            session.close()
+
+    def iter_questions(self, X, n_queries: int, eval_labels=None, constraints: Constraints | None = None):
+        """The session of :meth:`run` as a generator, for callers that receive answers rather than call an
+        oracle (a notebook widget, a web form): ``next()`` gives the first question ``(i, j)``, ``send(answer)``
+        stores the answer (``"must"``, ``"cannot"`` or ``"unknown"``) and gives the next question; when the
+        session ends the generator returns the history (``StopIteration.value``, as :meth:`run` returns it).
+        ``throw(SessionStopped())`` ends it as a person who quits (the round is refitted for the history);
+        ``close()`` ends it at once. An answer that is none of the three raises ``InvalidInputError`` and ends
+        the generator (check replies before sending them; everything stored so far stays). Every answer is
+        stored before the next question, as in :meth:`run`, and the attributes (``model_``, ``history_``,
+        ``constraints_``, ...) follow the session while it runs.
+
+        The arguments are checked when this is called; the store is opened at the first ``next()``.
+        """
         self._validate(n_queries)
         X = check_array(X, name="X", min_rows=2)
         n = X.shape[0]
         labels = None if eval_labels is None else check_labels(eval_labels, n=n, name="eval_labels")
         if constraints is not None and constraints.n != n:
             raise InvalidInputError(f"constraints: built for {constraints.n} items, X has {n} rows")
-        meta = {"n": n, "fingerprint": data_fingerprint(X)}
+        annotator = check_annotator(self.annotator) or default_annotator()
+        return self._session(X, int(n_queries), labels, constraints, annotator)
+
+    def _session(self, X, n_queries: int, labels, constraints, annotator: str):
+        meta = {"n": X.shape[0], "fingerprint": data_fingerprint(X)}
         store, own_store = self.store, False
         if store is not None and not isinstance(store, AnswerStore):
             store, own_store = AnswerStore(store, meta=meta), True
         try:
             if store is not None and not own_store:
                 store.check_meta(meta)
-            return self._run(X, int(n_queries), labels, constraints, store)
+            return (yield from self._run(X, n_queries, labels, constraints, store, annotator))
         finally:
             if own_store:
                 store.close()
 
-    def _run(self, X, n_queries: int, labels, constraints, store) -> list[dict]:
+    def _run(self, X, n_queries: int, labels, constraints, store, annotator: str):
         n = X.shape[0]
         key = prng_key(self.random_state)
+        shared = store is not None and store.shared
         # the model's draws follow the model's own seed (so runs that differ only in the selection strategy
         # share their first fit); the learner's random_state drives the random strategy
         model_rs = (
@@ -363,37 +426,86 @@ class ActiveLearner:
             else None
         )
         base_seed = seed_from(model_rs) if isinstance(model_rs, int | np.integer | None) else 0
-        cons = Constraints.from_pairs(
+        initial = Constraints.from_pairs(
             n, constraints.pairs if constraints is not None else (), on_conflict="drop"
         )
         model = _clone(self.model)
         settings = self._settings(model, base_seed)
+        if store is not None and shared:
+            store.refresh()  # from here on, refresh() reports only what the others add
         stored = store.records if store is not None else []
-        plan = self._resume_plan(stored, store.fits, settings, n) if store is not None else None
+        # several annotators: no single session to reproduce; every stored answer is applied and refitted
+        plan = None if store is None or shared else self._resume_plan(stored, store.fits, settings, n)
 
         unknown: set[tuple[int, int]] = set()
+        taken: set[tuple[int, int]] = set()  # pairs claimed by other annotators' sessions
         dropped_all: list[tuple[int, int, str]] = []
-        st: dict[str, Any] = {"cons": cons, "asked": 0, "n_fits": 0, "samples": None}
+        conflicts: list[dict] = []
+        answers: list[dict] = []
+        st: dict[str, Any] = {"cons": initial, "asked": 0, "n_fits": 0, "samples": None, "stale": False}
+        graph = _KeptAnswers(initial)
 
-        def apply(i: int, j: int, answer: str, record: bool, round_: int, round_log: dict) -> bool:
-            """Add an answer; returns whether it changed the constraints."""
-            a, b = min(i, j), max(i, j)
+        history: list[dict] = []
+        self.model_, self.history_, self.answers_, self.conflicts_ = model, history, answers, conflicts
+        self.stopped_ = False
+        self.max_entropy_ = None
+
+        def publish() -> None:
+            self.constraints_ = st["cons"]
+            self.dropped_ = list(dropped_all)
+            self.unknown_ = sorted(unknown)
+
+        def apply(rec: dict, record: bool, round_: int, round_log: dict | None) -> bool:
+            """Add an answer (a record: i, j, answer, annotator); returns whether it changed the constraints."""
+            a, b, answer = min(rec["i"], rec["j"]), max(rec["i"], rec["j"]), rec["answer"]
+            who = rec.get("annotator")
             kept, changed = True, False
+            number = len(answers) + 1
             if answer == "unknown":
                 unknown.add((a, b))
             else:
                 new = st["cons"].with_constraint(a, b, answer == "must")
                 kept = len(new.dropped) == len(st["cons"].dropped)
                 changed = kept
-                st["cons"] = new
                 if not kept:
                     dropped_all.append((a, b, answer))
-                    round_log["dropped"].append([a, b, answer])
+                    if round_log is not None:
+                        round_log["dropped"].append([a, b, answer])
+                    conflicts.append(graph.explain(st["cons"], a, b, answer, who, number))
+                else:
+                    graph.add(a, b, answer == "must", who, number)
+                st["cons"] = new
             if record and store is not None:
-                store.append(a, b, answer, kept=kept, round=round_)
+                store.append(a, b, answer, kept=kept, round=round_, annotator=who)
+            answers.append({"i": a, "j": b, "answer": answer, "annotator": who, "kept": kept})
             st["asked"] += 1
-            round_log["queries"].append([a, b, answer])
+            if round_log is not None:
+                round_log["queries"].append([a, b, answer])
             return changed
+
+        def rebuild() -> None:
+            """Another annotator undid an answer: rebuild the constraints from the answers in effect."""
+            st["cons"], st["asked"] = initial, 0
+            unknown.clear()
+            dropped_all.clear()
+            conflicts.clear()
+            answers.clear()
+            graph.reset(initial)
+            for rec in store.records:
+                apply(rec, False, 0, None)
+            st["stale"] = True  # the samples were drawn under the undone answer: refit before the next pick
+
+        def sync() -> list[dict]:
+            """Shared store: take in the answers the other annotators stored since the last look."""
+            if not shared:
+                return []
+            update = store.refresh()
+            if update.undone:
+                rebuild()
+                return []
+            for rec in update.answers:
+                apply(rec, False, 0, None)
+            return update.answers
 
         def fit(round_use: int, pos: int, record: bool = True, seed=None, warm_from=None, n_burnin=None):
             """One model fit; recorded in the store (before any question uses it) unless ``record`` is
@@ -405,7 +517,7 @@ class ActiveLearner:
             samples, warm, burn = self._fit(
                 model, X, st["cons"], seed, warm_from=warm_from, n_burnin=n_burnin
             )
-            st["samples"] = samples
+            st["samples"], st["stale"] = samples, False
             if record and store is not None:
                 final = getattr(model, "final_labels_", None)
                 store.append_fit(
@@ -417,8 +529,11 @@ class ActiveLearner:
                         "pos": int(pos),
                         "warm": bool(warm),
                         "n_burnin": burn,
-                        "settings": settings,
-                        "final_labels": None if final is None else np.asarray(final).astype(int).tolist(),
+                        # a shared session is never resumed from its fits: mark them so none is reused
+                        "settings": "shared" if shared else settings,
+                        "final_labels": None
+                        if final is None or shared
+                        else np.asarray(final).astype(int).tolist(),
                     }
                 )
             if record:
@@ -436,7 +551,7 @@ class ActiveLearner:
             )
         if plan is None:
             for rec in stored:
-                apply(rec["i"], rec["j"], rec["answer"], False, rec["round"], replay_log)
+                apply(rec, False, rec["round"], replay_log)
             round_ = max((r["round"] for r in stored), default=0) + 1
             pos = 0
             fit(round_, 0)
@@ -444,7 +559,7 @@ class ActiveLearner:
             last, init = plan
             q = last["n_answers"]
             for rec in stored[:q]:
-                apply(rec["i"], rec["j"], rec["answer"], False, rec["round"], replay_log)
+                apply(rec, False, rec["round"], replay_log)
             pending.extend(stored[q:])
             st["n_fits"] = last["n_fit"]
             fit(
@@ -474,8 +589,6 @@ class ActiveLearner:
         if self.status is not None:
             self.status(f"Model ready ({time.perf_counter() - t0:.1f} s).")
 
-        history: list[dict] = []
-
         def record_round(round_: int, log: dict, n_refits: int, seconds: float) -> None:
             entry = {
                 "round": round_,
@@ -494,17 +607,17 @@ class ActiveLearner:
 
         record_round(0, replay_log, 1, time.perf_counter() - t0)
 
-        def next_answer(i: int, j: int) -> tuple[str, bool]:
-            if pending:
-                rec = pending[0]
-                if (rec["i"], rec["j"]) != (min(i, j), max(i, j)):
-                    raise _Diverged
-                pending.popleft()
-                return rec["answer"], True
-            return ask(self.oracle, i, j), False
+        def replayed_answer(i: int, j: int) -> dict:
+            rec = pending[0]
+            if (rec["i"], rec["j"]) != (min(i, j), max(i, j)):
+                raise _Diverged
+            return pending.popleft()
+
+        def excluded() -> set[tuple[int, int]]:
+            return unknown | taken if taken else unknown
 
         def top_entropy(weights=None) -> float | None:
-            best = top_entropy_pairs(st["samples"], 1, st["cons"], weights, unknown, self.block_size)
+            best = top_entropy_pairs(st["samples"], 1, st["cons"], weights, excluded(), self.block_size)
             return best[0][2] if best else None
 
         stop = None if self.stop_entropy is None else float(self.stop_entropy)
@@ -519,8 +632,6 @@ class ActiveLearner:
                 unit="q",
                 leave=False,
             )
-        self.stopped_ = False
-        self.max_entropy_ = None
         reason = "done"
         log: dict = {"queries": [], "dropped": []}
         t0 = time.perf_counter()
@@ -534,20 +645,32 @@ class ActiveLearner:
                 budget = min(int(self.batch_size), n_queries - start_asked)
                 n_refits = 0
                 shown = st["asked"]
+                st["round_answers"] = pos  # this session's answers in the round (others' are not counted)
                 confident = False
+                taken.clear()
                 try:
                     if self.strategy == "batch":
                         weights = np.ones(st["samples"].shape[0], np.float32)
                         fresh, changed = True, False  # samples just fitted / answers changed them since
                         b = pos
                         while b < budget:
-                            if not fresh and weights.sum() < self.min_samples:  # too few agree: draw new ones
-                                fit(round_, b)
+                            for rec in sync():  # other annotators' answers filter the samples as ours do
+                                if rec["answer"] != "unknown":
+                                    weights = weights * np.asarray(
+                                        agreeing_samples(
+                                            st["samples"], rec["i"], rec["j"], rec["answer"] == "must"
+                                        )
+                                    )
+                                fresh, changed = False, True
+                            if shared and st["asked"] >= n_queries:
+                                break
+                            if st["stale"] or (not fresh and weights.sum() < self.min_samples):
+                                fit(round_, b)  # too few samples agree (or they are stale): draw new ones
                                 n_refits += 1
                                 weights = np.ones(st["samples"].shape[0], np.float32)
                                 fresh, changed = True, False
                             best = top_entropy_pairs(
-                                st["samples"], 1, st["cons"], weights, unknown, self.block_size
+                                st["samples"], 1, st["cons"], weights, excluded(), self.block_size
                             )
                             if stop is not None and best and best[0][2] < stop and not pending:
                                 if changed:  # judge confidence on samples that saw every answer
@@ -556,7 +679,7 @@ class ActiveLearner:
                                     weights = np.ones(st["samples"].shape[0], np.float32)
                                     fresh, changed = True, False
                                     best = top_entropy_pairs(
-                                        st["samples"], 1, st["cons"], None, unknown, self.block_size
+                                        st["samples"], 1, st["cons"], None, excluded(), self.block_size
                                     )
                                 if best and best[0][2] < stop:
                                     self.max_entropy_ = best[0][2]
@@ -565,13 +688,28 @@ class ActiveLearner:
                             if not best:
                                 break
                             i, j, _ = best[0]
-                            answer, replayed = next_answer(i, j)
-                            changed_now = apply(i, j, answer, not replayed, round_, log)
+                            if pending:
+                                rec, replayed = replayed_answer(i, j), True
+                            else:
+                                if not store_claim(store, shared, i, j, annotator):
+                                    taken.add((min(i, j), max(i, j)))
+                                    continue
+                                publish()
+                                reply = yield (i, j)
+                                rec = {
+                                    "i": i,
+                                    "j": j,
+                                    "answer": check_reply(reply, i, j),
+                                    "annotator": annotator,
+                                }
+                                replayed = False
+                            changed_now = apply(rec, not replayed, round_, log)
+                            st["round_answers"] += 1
                             changed = changed or changed_now
                             fresh = False
-                            if answer != "unknown":
+                            if rec["answer"] != "unknown":
                                 weights = weights * np.asarray(
-                                    agreeing_samples(st["samples"], i, j, answer == "must")
+                                    agreeing_samples(st["samples"], i, j, rec["answer"] == "must")
                                 )
                             b += 1
                     else:
@@ -590,11 +728,28 @@ class ActiveLearner:
                             confident = True
                             pairs = []
                         for i, j in pairs:
-                            # skip pairs implied by an earlier answer of this batch
-                            if st["cons"].status(i, j) is not None:
+                            sync()
+                            # skip pairs implied by an earlier answer of this batch (or another annotator's)
+                            if st["cons"].status(i, j) is not None or (min(i, j), max(i, j)) in unknown:
                                 continue
-                            answer, replayed = next_answer(i, j)
-                            apply(i, j, answer, not replayed, round_, log)
+                            if shared and st["asked"] >= n_queries:
+                                break
+                            if pending:
+                                rec, replayed = replayed_answer(i, j), True
+                            else:
+                                if not store_claim(store, shared, i, j, annotator):
+                                    continue
+                                publish()
+                                reply = yield (i, j)
+                                rec = {
+                                    "i": i,
+                                    "j": j,
+                                    "answer": check_reply(reply, i, j),
+                                    "annotator": annotator,
+                                }
+                                replayed = False
+                            apply(rec, not replayed, round_, log)
+                            st["round_answers"] += 1
                 except _Diverged:
                     warnings.warn(
                         f"resuming {store.path}: a stored answer is not about the pair this session would ask "
@@ -603,12 +758,12 @@ class ActiveLearner:
                         stacklevel=3,
                     )
                 while pending:  # answers of the interrupted round not reached again: keep every one
-                    rec = pending.popleft()
-                    apply(rec["i"], rec["j"], rec["answer"], False, round_, log)
+                    apply(pending.popleft(), False, round_, log)
+                    st["round_answers"] += 1
                 if pbar is not None:
                     pbar.update(st["asked"] - shown)
                 pos = 0
-                if confident or st["asked"] == start_asked:  # nothing asked: confident, or nothing left
+                if confident or st["round_answers"] == 0:  # nothing asked: confident, or nothing left
                     if log["queries"] or n_refits:
                         record_round(round_, log, n_refits, time.perf_counter() - t0)
                     reason = "confident" if confident else "exhausted"
@@ -616,6 +771,9 @@ class ActiveLearner:
                 fit(round_ + 1, 0)
                 record_round(round_, log, n_refits + 1, time.perf_counter() - t0)
                 round_ += 1
+        except GeneratorExit:  # closed by the caller (e.g. to undo an answer): nothing more to do
+            reason = "closed"
+            raise
         except SessionStopped:
             self.stopped_ = True
             reason = "stopped"
@@ -627,14 +785,87 @@ class ActiveLearner:
         finally:
             if pbar is not None:
                 pbar.close()
+            publish()
+            self.stop_reason_ = reason
 
         self.stop_reason_ = reason
-        self.history_ = history
-        self.constraints_ = st["cons"]
-        self.model_ = model
-        self.dropped_ = dropped_all
-        self.unknown_ = sorted(unknown)
         return history
+
+
+def store_claim(store, shared: bool, i: int, j: int, annotator: str) -> bool:
+    """Claim the question for this session on a shared store (always True otherwise)."""
+    return not shared or store.claim(i, j, annotator)
+
+
+class _KeptAnswers:
+    """The kept must-link / cannot-link answers as a graph, to name the answers a dropped one contradicts."""
+
+    def __init__(self, initial: Constraints):
+        self.reset(initial)
+
+    def reset(self, initial: Constraints) -> None:
+        self.must: dict[int, list[tuple[int, dict]]] = collections.defaultdict(list)
+        self.cannot: list[tuple[int, int, dict]] = []
+        for a, b, kind in initial.pairs:
+            self.add(a, b, kind == "must", None, None)
+
+    def add(self, a: int, b: int, must: bool, who: str | None, number: int | None) -> None:
+        rec = {"number": number, "i": a, "j": b, "answer": "must" if must else "cannot", "annotator": who}
+        if must:
+            self.must[a].append((b, rec))
+            self.must[b].append((a, rec))
+        else:
+            self.cannot.append((a, b, rec))
+
+    def _path(self, src: int, dst: int) -> list[dict]:
+        """The must-link answers on a shortest path from ``src`` to ``dst`` (breadth-first)."""
+        if src == dst:
+            return []
+        prev: dict[int, tuple[int, dict]] = {src: (src, {})}
+        queue = collections.deque([src])
+        while queue:
+            x = queue.popleft()
+            for y, rec in self.must[x]:
+                if y not in prev:
+                    prev[y] = (x, rec)
+                    if y == dst:
+                        out = []
+                        while y != src:
+                            y, r = prev[y]
+                            out.append(r)
+                        return out[::-1]
+                    queue.append(y)
+        return []
+
+    def explain(self, cons: Constraints, a: int, b: int, answer: str, who: str | None, number: int) -> dict:
+        """The conflict of a dropped answer: ``{"answer": its record, "contradicts": [earlier records]}``."""
+        because: list[dict] = []
+        if answer == "cannot":  # a and b are joined by must-links
+            because = self._path(a, b)
+        else:  # their groups are cannot-linked
+            g = cons.group_of
+            for c, d, rec in self.cannot:
+                if {int(g[c]), int(g[d])} == {int(g[a]), int(g[b])}:
+                    if g[c] != g[a]:
+                        c, d = d, c
+                    because = [*self._path(a, c), rec, *self._path(d, b)]
+                    break
+        mine = {"number": number, "i": a, "j": b, "answer": answer, "annotator": who}
+        return {"answer": mine, "contradicts": because, "message": describe_conflict(mine, because)}
+
+
+def _describe_answer(rec: dict) -> str:
+    kind = "same cluster" if rec["answer"] == "must" else "different clusters"
+    if rec.get("number") is None:
+        return f"the initial constraint {rec['i']}-{rec['j']} ({kind})"
+    who = rec.get("annotator") or "an unknown annotator"
+    return f"answer {rec['number']} ({rec['i']}-{rec['j']}: {kind}, by {who})"
+
+
+def describe_conflict(answer: dict, contradicts: list[dict]) -> str:
+    """One line naming a dropped answer and the earlier answers it contradicts (with who gave them)."""
+    earlier = ", ".join(_describe_answer(r) for r in contradicts) or "earlier answers"
+    return f"{_describe_answer(answer)} contradicts {earlier}; it is recorded but not used as a constraint"
 
 
 def _split(key):

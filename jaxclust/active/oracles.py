@@ -17,28 +17,54 @@ import numpy as np
 from jaxclust.errors import InvalidInputError
 from jaxclust.validation import check_float, check_index, check_labels, seed_from
 
-__all__ = ["GoldOracle", "NoisyOracle", "InteractiveOracle", "SessionStopped", "ask"]
+__all__ = [
+    "GoldOracle",
+    "NoisyOracle",
+    "InteractiveOracle",
+    "SessionStopped",
+    "ask",
+    "check_reply",
+    "shorten",
+]
 
 
 class SessionStopped(Exception):  # noqa: N818 - a control-flow signal, not an error
     """Raised by an oracle to end the session; answers already given are kept."""
 
 
-def ask(oracle: Any, i: int, j: int) -> str:
-    """Call an oracle (object with ``answer`` or plain callable) and check its reply."""
-    fn = oracle.answer if hasattr(oracle, "answer") else oracle
-    reply = fn(i, j)
+def shorten(text: Any, max_chars: int | None = 300) -> str:
+    """``text`` on one line (runs of whitespace and line breaks become one space), cut to at most
+    ``max_chars`` characters at a word boundary with ``...`` when longer (None: never cut)."""
+    flat = " ".join(str(text).split())
+    if max_chars is None or len(flat) <= max_chars:
+        return flat
+    cut = flat[: max(1, max_chars - 3)]
+    space = cut.rfind(" ")
+    if space >= 0.7 * len(cut):  # end on a whole word unless that loses too much
+        cut = cut[:space]
+    return cut.rstrip() + "..."
+
+
+def check_reply(reply: Any, i: int, j: int, name: str = "oracle") -> str:
+    """``reply`` as ``"must"``, ``"cannot"`` or ``"unknown"`` (True, False and None are accepted for them);
+    ``InvalidInputError`` naming ``name`` and the pair otherwise."""
     if reply is True:
         reply = "must"
     elif reply is False:
         reply = "cannot"
     elif reply is None:
         reply = "unknown"
-    if reply not in ("must", "cannot", "unknown"):
+    if not isinstance(reply, str) or reply not in ("must", "cannot", "unknown"):
         raise InvalidInputError(
-            f"oracle: answered {reply!r} for pair ({i}, {j}); expected 'must', 'cannot' or 'unknown'"
+            f"{name}: answered {reply!r} for pair ({i}, {j}); expected 'must', 'cannot' or 'unknown'"
         )
     return reply
+
+
+def ask(oracle: Any, i: int, j: int) -> str:
+    """Call an oracle (object with ``answer`` or plain callable) and check its reply."""
+    fn = oracle.answer if hasattr(oracle, "answer") else oracle
+    return check_reply(fn(i, j), i, j)
 
 
 class GoldOracle:
@@ -101,11 +127,14 @@ class InteractiveOracle:
     names : sequence of str, optional
         Display name of each item (default: ``"item <i>"``).
     contexts : sequence of str, optional
-        Extra text shown under each item's name (an example sentence, a snippet).
+        Extra text shown under each item's name (an example sentence, a snippet, the item's text).
     input_fn : callable, optional
         Reads one reply line (default :func:`input`); end of input stops the session.
     output : text stream, optional
         Where prompts go (default ``sys.stdout``).
+    max_chars : int or None
+        Names and contexts are shown on one line each, cut at a word boundary to this many characters
+        (default 300; None shows them whole).
 
     Replies: ``y``/``yes``/``m`` (must-link), ``n``/``no``/``c`` (cannot-link), ``d``/``?``/``skip`` (don't
     know), ``q``/``quit`` (stop; raises :class:`SessionStopped`). Anything else asks again.
@@ -122,18 +151,20 @@ class InteractiveOracle:
         contexts: Sequence[str] | None = None,
         input_fn: Callable[[str], str] | None = None,
         output: TextIO | None = None,
+        max_chars: int | None = 300,
     ):
         self.names = names
         self.contexts = contexts
         self.input_fn = input_fn
         self.output = output
+        self.max_chars = max_chars
         self.n_asked = 0
 
     def _describe(self, i: int) -> str:
-        name = str(self.names[i]) if self.names is not None else f"item {i}"
+        name = shorten(self.names[i], self.max_chars) if self.names is not None else f"item {i}"
         text = f"  [{i}] {name}"
         if self.contexts is not None and self.contexts[i]:
-            text += f"\n        {self.contexts[i]}"
+            text += f"\n        {shorten(self.contexts[i], self.max_chars)}"
         return text
 
     def answer(self, i: int, j: int) -> str:

@@ -80,9 +80,9 @@ def test_store_round_trip_and_meta_check(tmp_path, suffix):
         store.append(4, 6, "cannot", kept=False, round=2)
     with AnswerStore(path, meta={"n": 10}) as store:
         assert store.records == [
-            {"i": 1, "j": 3, "answer": "must", "kept": True, "round": 1},
-            {"i": 2, "j": 5, "answer": "unknown", "kept": True, "round": 1},
-            {"i": 4, "j": 6, "answer": "cannot", "kept": False, "round": 2},
+            {"i": 1, "j": 3, "answer": "must", "kept": True, "round": 1, "annotator": None},
+            {"i": 2, "j": 5, "answer": "unknown", "kept": True, "round": 1, "annotator": None},
+            {"i": 4, "j": 6, "answer": "cannot", "kept": False, "round": 2, "annotator": None},
         ]
     with pytest.raises(InvalidInputError, match="n=10"):
         AnswerStore(path, meta={"n": 11})

@@ -136,7 +136,14 @@ def test_a_complete_last_record_without_its_newline_is_kept(tmp_path):
     with open(path, "ab") as fh:
         fh.write(rec)  # the crash came between the record and its newline
     with AnswerStore(path) as s:
-        assert s.records[-1] == {"i": 7, "j": 8, "answer": "must", "kept": True, "round": 2}
+        assert s.records[-1] == {
+            "i": 7,
+            "j": 8,
+            "answer": "must",
+            "kept": True,
+            "round": 2,
+            "annotator": None,
+        }
         s.append(8, 9, "cannot")
     assert path.read_bytes().endswith(
         rec
@@ -333,6 +340,7 @@ def test_writers_killed_at_random_points_lose_and_repeat_nothing(tmp_path, suffi
                 "answer": ("must", "cannot", "unknown")[k % 3],
                 "kept": True,
                 "round": k // 5,
+                "annotator": None,
             }
             for k in range(len(recs))
         ]

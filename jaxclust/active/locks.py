@@ -1,0 +1,242 @@
+"""File locks of an answer store: who may open it, and which shared sessions are alive.
+
+* :class:`StoreLock` is an advisory ``flock`` on ``<store>.lock``, held while the store is open: *exclusive*
+  in the default (single-writer) mode, *shared* in the multi-annotator mode, so any number of shared sessions
+  run side by side while a single-writer session excludes every other one. The kernel drops an ``flock`` when
+  its process dies, so a killed session never leaves the store locked.
+* :class:`SessionFile` marks one shared session as alive: an exclusive ``flock`` on
+  ``<store>.sessions/<token>.lock``, held for the session's life. Another session can tell a live session (its
+  file is locked) from a dead one (missing, or lockable): the claims of a dead session are released.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+from jaxclust.errors import StoreError, StoreLockedError
+
+__all__ = ["StoreLock", "SessionFile", "session_alive", "sessions_folder"]
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: msvcrt has exclusive locks only
+    fcntl = None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _try_lock(fd: int, shared: bool = False) -> bool:
+    """Take an ``flock`` without blocking; False when another open file holds a conflicting one."""
+    if fcntl is None:  # pragma: no cover - Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+
+
+def _same_inode(fd: int, path: Path) -> bool:
+    try:
+        return os.fstat(fd).st_ino == os.stat(str(path)).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _holder_info(**extra) -> dict:
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])[:200] if sys.argv else "",
+        **extra,
+    }
+
+
+class StoreLock:
+    """Advisory lock on ``<store>.lock``, held while the store is open (exclusive, or shared).
+
+    The exclusive holder writes its pid, host, start time and command into the lock file (for the error
+    message of the next process) and removes the file on a clean close; after taking the lock, its inode is
+    compared with the path's so a lock file removed by a closing owner in the meantime is never trusted.
+    """
+
+    def __init__(self, store: Path, wait: float, shared: bool = False):
+        self.path = store.with_name(store.name + ".lock")
+        self.shared = shared
+        self.fd: int | None = None
+        deadline = time.monotonic() + max(0.0, float(wait))
+        while True:
+            try:
+                fd = os.open(str(self.path), os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise StoreError(
+                    f"answer store {store}: cannot create the lock file {self.path} ({exc.strerror}); "
+                    "the store's folder must be writable"
+                ) from exc
+            if _try_lock(fd, shared):
+                if _same_inode(fd, self.path):
+                    self.fd = fd
+                    if not shared:
+                        self._write_holder()
+                    return
+                os.close(fd)  # the owner removed this lock file while we waited: take the new one
+                continue
+            # a single-writer request that could take a shared lock is held off by shared sessions
+            by_shared = not shared and _try_lock(fd, shared=True)
+            holder = {} if by_shared else self._read_holder(fd)
+            os.close(fd)
+            if time.monotonic() >= deadline:
+                raise StoreLockedError(
+                    self._message(store, holder, by_shared), path=str(store), holder=holder
+                )
+            time.sleep(0.05)
+
+    @staticmethod
+    def _message(store: Path, holder: dict, by_shared: bool) -> str:
+        if by_shared:
+            return (
+                f"answer store {store} is in use by annotators working on it together (shared mode); join them "
+                "with --shared (Python: shared=True), or wait until they finish, or use another store file"
+            )
+        who = ", ".join(f"{k} {holder[k]}" for k in ("pid", "host", "since") if k in holder)
+        cmd = f" running {holder['command']!r}" if holder.get("command") else ""
+        text = (
+            f"answer store {store} is in use by another process ({who or 'unknown process'}{cmd}); "
+            "wait for that session to end (or stop it), then run again, or use another store file"
+        )
+        if store.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
+            return (
+                text
+                + "; for several annotators at once, every session opens it with --shared (Python: shared=True)"
+            )
+        return (
+            text + "; a JSON-lines store takes one writer at a time: for several annotators at once, use an "
+            "SQLite store (.sqlite) opened with --shared"
+        )
+
+    @staticmethod
+    def _read_holder(fd: int) -> dict:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            data = os.read(fd, 4096)
+            holder = json.loads(data) if data.strip() else {}
+            return holder if isinstance(holder, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _write_holder(self) -> None:
+        try:
+            os.ftruncate(self.fd, 0)
+            os.lseek(self.fd, 0, os.SEEK_SET)
+            _write_all(self.fd, json.dumps(_holder_info()).encode())
+        except OSError:  # the lock itself holds; the note is only for the error message
+            pass
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        # remove the file only while holding it exclusively: the last shared holder upgrades (without waiting)
+        if not self.shared or _try_lock(self.fd, shared=False):
+            try:
+                os.unlink(str(self.path))
+            except OSError:
+                pass
+        os.close(self.fd)
+        self.fd = None
+
+
+def sessions_folder(store: Path) -> Path:
+    """Where shared sessions keep their session files: ``<store>.sessions/``."""
+    return store.with_name(store.name + ".sessions")
+
+
+class SessionFile:
+    """``<store>.sessions/<token>.lock``, locked exclusively while a shared session lives.
+
+    It is written under a temporary name, locked, then renamed into place, so whoever sees the final name sees
+    a locked file while its session lives.
+    """
+
+    def __init__(self, store: Path, token: str, annotator: str | None = None):
+        self.folder = sessions_folder(store)
+        self.path = self.folder / f"{token}.lock"
+        self.fd: int | None = None
+        tmp = self.folder / f".{token}.tmp"
+        for attempt in range(3):
+            try:
+                self.folder.mkdir(exist_ok=True)
+                fd = os.open(str(tmp), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+                break
+            except FileNotFoundError:  # the last session out removed the folder meanwhile: make it again
+                if attempt == 2:
+                    raise StoreError(f"answer store {store}: cannot create {self.folder}") from None
+            except OSError as exc:
+                raise StoreError(
+                    f"answer store {store}: cannot create the session file in {self.folder} ({exc.strerror}); "
+                    "the store's folder must be writable"
+                ) from exc
+        try:
+            _try_lock(fd)  # a fresh random name: nobody else has it
+            _write_all(fd, json.dumps(_holder_info(annotator=annotator)).encode())
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            os.close(fd)
+            raise StoreError(
+                f"answer store {store}: cannot create the session file {self.path} ({exc.strerror}); "
+                "the store's folder must be writable"
+            ) from exc
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            os.unlink(str(self.path))
+        except OSError:
+            pass
+        os.close(self.fd)
+        self.fd = None
+
+
+def session_alive(store: Path, token: str) -> bool:
+    """Whether the shared session ``token`` still runs (its session file exists and is locked)."""
+    path = sessions_folder(store) / f"{token}.lock"
+    try:
+        fd = os.open(str(path), os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:  # pragma: no cover - cannot tell: assume it lives (its claims stay)
+        return True
+    try:
+        if fcntl is None:  # pragma: no cover - Windows: no way to tell
+            return True
+        if _try_lock(fd, shared=True):  # nobody holds it: the session died without cleaning up
+            try:
+                if _same_inode(fd, path):
+                    os.unlink(str(path))
+            except OSError:
+                pass
+            return False
+        return True
+    finally:
+        os.close(fd)

@@ -1,0 +1,195 @@
+"""The feature matrix of an annotation session, identical every time its answer store is resumed.
+
+* Items that are **numbers** (a CSV of numbers, a ``.npy`` array of embeddings) are standardised column by column
+  (mean 0, variance 1). A column with the same value in every row is passed on unchanged, not set to 0: the
+  model decides what to do with it (the DPMM's default prior leaves constant columns out, with a warning that
+  names them). The store keeps a fingerprint of the matrix; resuming on other numbers is refused.
+* Items that are **texts** go through :class:`jaxclust.text.TextFeaturizer` (TF-IDF -> truncated SVD ->
+  standardised) once, when the store is created. The matrix is saved beside the store as
+  ``<store>.features-<fingerprint>.npy`` (written to a temporary file, ``fsync``'d, renamed), and the store's
+  meta records the texts' fingerprint, the matrix's fingerprint and the featuriser's settings. A resumed
+  session loads that file, so it uses exactly the same features even if scikit-learn (or its randomness)
+  changed; resuming on texts that changed is refused with :class:`~jaxclust.errors.StoreMismatchError` naming
+  the file. If the side file is lost, the features are computed again and used only if they are the same.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jaxclust.apps.items import Items
+from jaxclust.errors import NotFittedError, StoreError, StoreMismatchError
+
+__all__ = ["session_features", "compute_features", "standardise", "features_path"]
+
+
+def standardise(X: np.ndarray) -> np.ndarray:
+    """Columns to mean 0 and variance 1; a constant column is returned unchanged (see the module docstring)."""
+    X = np.asarray(X, dtype=np.float64)
+    constant = np.all(X == X[:1], axis=0)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        sd = X.std(axis=0)
+        Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)  # the formula of earlier versions: same bits
+        out = np.where(constant, X, Z)
+        bad = ~constant & ~(np.isfinite(sd) & (sd > 0) & np.all(np.isfinite(Z), axis=0))
+        for c in np.flatnonzero(bad):  # magnitudes near the float64 limits: scale first, then standardise
+            y = X[:, c] / np.max(np.abs(X[:, c]))
+            out[:, c] = (y - y.mean()) / y.std()
+    return out
+
+
+def features_path(store_path: str | os.PathLike, fingerprint: str) -> Path:
+    """Where the features of a text session live: ``<store>.features-<fingerprint>.npy``."""
+    p = Path(store_path)
+    return p.with_name(f"{p.name}.features-{fingerprint}.npy")
+
+
+def _save(path: Path, X: np.ndarray) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            np.save(fh, X, allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        try:
+            fd = os.open(str(path.parent), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError:  # pragma: no cover - platforms without directory fds
+            pass
+    except OSError as exc:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise StoreError(
+            f"answer store features {path}: could not be written ({exc.strerror}); nothing was stored, free disk "
+            "space or fix permissions and run again"
+        ) from exc
+
+
+def _load(path: Path, n: int, fingerprint: str) -> np.ndarray | None:
+    """The saved matrix if it is intact (right shape and fingerprint), else None."""
+    from jaxclust.active.learner import data_fingerprint
+
+    try:
+        X = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return None
+    if X.ndim != 2 or X.shape[0] != n or X.dtype != np.float64 or data_fingerprint(X) != fingerprint:
+        return None
+    return X
+
+
+def compute_features(items: Items, featurizer=None) -> np.ndarray:
+    """The features of ``items`` computed afresh: texts through ``featurizer`` (default
+    :class:`jaxclust.text.TextFeaturizer`), numbers checked and standardised. Named errors for bad items; run
+    it before creating a store, so that bad items create nothing (then pass the same ``featurizer`` object and
+    the result to :func:`session_features`)."""
+    if items.kind == "numbers":
+        from jaxclust.validation import check_array
+
+        return standardise(check_array(items.X, name=items.label, min_rows=2))
+    from jaxclust.text.featurize import TextFeaturizer
+
+    model = featurizer if featurizer is not None else TextFeaturizer()
+    return np.asarray(model.fit_transform(items.texts), dtype=np.float64)
+
+
+def session_features(items: Items, store, featurizer=None, computed: np.ndarray | None = None) -> np.ndarray:
+    """The feature matrix of ``items`` for a session on ``store`` (an open
+    :class:`~jaxclust.active.AnswerStore`), saved with it / loaded from it (see the module docstring).
+
+    ``featurizer`` (texts only): a transformer with ``fit_transform(texts)``, default
+    :class:`jaxclust.text.TextFeaturizer`. ``computed``: what :func:`compute_features` gave for these items
+    with this featuriser (used when the store has no features yet, instead of computing them again).
+
+    Raises
+    ------
+    StoreMismatchError
+        The store was started on other items (other texts, other numbers, texts instead of numbers); the
+        message names the data file and the store.
+    StoreError
+        The saved features are lost or damaged and computing them again gives other numbers.
+    """
+    from jaxclust.active.learner import data_fingerprint
+
+    n = len(items)
+    meta = store.check_meta({})  # fresh: another annotator may have started the store meanwhile
+    where = items.label
+
+    def refuse(key: str, what: str, stored: Any, given: Any) -> StoreMismatchError:
+        return StoreMismatchError(
+            f"{where}: {what} the answer store {store.path} was started on ({key} {stored!r} there, {given!r} "
+            "here); its answers name items by their position, so they would land on other items. Restore the "
+            "data the store was made with, or pass a new store for these items",
+            key=key,
+            stored=stored,
+            given=given,
+        )
+
+    if "n" in meta and meta["n"] != n:
+        raise refuse("n", f"has {n} items, not the {meta['n']} items", meta["n"], n)
+    if items.kind == "numbers":
+        X = compute_features(items) if computed is None else computed
+        fp = data_fingerprint(X)
+        if "texts" in meta:
+            raise refuse("texts", "holds numbers, not the texts", meta["texts"], None)
+        if meta.get("fingerprint", fp) != fp:
+            raise refuse("fingerprint", "differs from the data", meta["fingerprint"], fp)
+        return X
+
+    from jaxclust.text.featurize import TextFeaturizer, text_fingerprint
+
+    tfp = text_fingerprint(items.texts)
+    if "texts" not in meta and "fingerprint" in meta:
+        raise refuse("texts", "holds texts, not the numbers", None, tfp)
+    if "texts" in meta and meta["texts"] != tfp:
+        raise refuse("texts", "has other texts than those", meta["texts"], tfp)
+    model = featurizer if featurizer is not None else TextFeaturizer()
+    for _ in range(2):  # a second pass only when another session created the store meanwhile
+        if "texts" in meta and "fingerprint" in meta:
+            return _saved_features(store, items, model, meta["fingerprint"])
+        X = np.asarray(model.fit_transform(items.texts) if computed is None else computed, dtype=np.float64)
+        fp = data_fingerprint(X)
+        _save(features_path(store.path, fp), X)
+        try:
+            store.check_meta({"n": n, "texts": tfp, "fingerprint": fp})
+        except StoreMismatchError as exc:  # another shared session saved its features first: use those
+            if exc.key != "fingerprint":
+                raise
+            meta = store.check_meta({})
+            continue
+        describe = getattr(model, "describe", None)
+        if callable(describe) and "featurizer" not in store.meta:
+            try:  # for the record only: which settings and scikit-learn made the features
+                store.check_meta({"featurizer": describe()})
+            except (StoreMismatchError, NotFittedError):
+                pass
+        return X
+    return _saved_features(store, items, model, meta["fingerprint"])
+
+
+def _saved_features(store, items: Items, model, fingerprint: str) -> np.ndarray:
+    from jaxclust.active.learner import data_fingerprint
+
+    path = features_path(store.path, fingerprint)
+    X = _load(path, len(items), fingerprint)
+    if X is not None:
+        return X
+    X = np.asarray(model.fit_transform(items.texts), dtype=np.float64)
+    if data_fingerprint(X) != fingerprint:
+        raise StoreError(
+            f"answer store {store.path}: the features saved with it ({path}) are missing or damaged, and "
+            "computing them again from the texts gives other numbers (another scikit-learn version or "
+            "featuriser?); restore that file, or start a new store"
+        )
+    _save(path, X)
+    return X
