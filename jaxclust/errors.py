@@ -29,7 +29,6 @@ __all__ = [
     "NumericalError",
     "ExperimentConfigError",
     "ExperimentError",
-    "MissingDependencyError",
 ]
 
 
@@ -110,7 +109,8 @@ class StoreMismatchError(InvalidInputError):
 
 class MissingDependencyError(JaxclustError, ImportError):
     """An optional dependency is not installed; the message names the package and the ``pip install`` line
-    (e.g. ``pip install "jaxclust[notebooks]"`` for the notebook annotator's ipywidgets)."""
+    (e.g. ``pip install "jaxclust[notebooks]"`` for the notebook annotator's ipywidgets, ``jaxclust[ray]`` for
+    ``jaxclust experiment run --ray``)."""
 
 
 class JaxclustWarning(UserWarning):
@@ -144,11 +144,6 @@ class ExperimentConfigError(JaxclustError, ValueError):
 
 class ExperimentError(JaxclustError, RuntimeError):
     """An experiment grid cannot run at all (e.g. the Ray cluster cannot be reached); the message says why."""
-
-
-class MissingDependencyError(JaxclustError, ImportError):
-    """An optional dependency is not installed (e.g. Ray for ``jaxclust experiment run --ray``); the message says
-    what to install."""
 
 
 def _make_not_fitted_error() -> type:
