@@ -57,6 +57,7 @@ import numbers
 import sys
 import time
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -179,6 +180,14 @@ class ActiveLearner:
         while JAX compiles), e.g. ``print``.
     annotator : str or None
         Who answers: stored with every new answer (default: the operating-system user name).
+    error_rate : float or dict
+        How often an answer is wrong. 0 (default): every answer is a hard constraint, and an answer that
+        contradicts earlier ones is dropped (recorded, and reported in ``conflicts_``). In ``(0, 1/2]``: every
+        answer is an observation wrong with this probability (:meth:`jaxclust.Constraints.with_answer`): it
+        weighs the posterior instead of fixing it, contradicting answers are all kept as evidence, and in the
+        batch method a sample that disagrees with an answer keeps weight ``eps / (1 - eps)`` instead of 0. A
+        dict gives a rate per annotator (``{"alice": 0.05, "bob": 0.2}``; the key ``"*"`` covers everyone
+        else).
 
     Attributes
     ----------
@@ -226,6 +235,7 @@ class ActiveLearner:
         stop_entropy: float | None = None,
         status=None,
         annotator: str | None = None,
+        error_rate=0.0,
     ):
         self.model = model
         self.oracle = oracle
@@ -241,10 +251,33 @@ class ActiveLearner:
         self.stop_entropy = stop_entropy
         self.status = status
         self.annotator = annotator
+        self.error_rate = error_rate
 
     # --- helpers
     # ----------------------------------------------------------------------------------------------
+    def _rate_of(self, who: str | None) -> float:
+        """The error rate of an answer by ``who`` (see ``error_rate``)."""
+        rates = self.error_rate
+        if isinstance(rates, Mapping):
+            if who in rates:
+                return float(rates[who])
+            if "*" in rates:
+                return float(rates["*"])
+            raise InvalidInputError(
+                f"error_rate: no rate for annotator {who!r} (give one, or a '*' entry for everyone else)"
+            )
+        return float(rates)
+
     def _validate(self, n_queries: Any) -> None:
+        rates = self.error_rate
+        values = list(rates.values()) if isinstance(rates, Mapping) else [rates]
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating) or not (
+                0.0 <= float(v) <= 0.5
+            ):
+                raise InvalidInputError(
+                    f"error_rate: expected a probability in [0, 0.5] (or a dict of them per annotator), got {v!r}"
+                )
         if self.strategy not in STRATEGIES:
             raise InvalidInputError(f"strategy: expected one of {STRATEGIES}, got {self.strategy!r}")
         for name in ("batch_size", "min_samples"):
@@ -308,6 +341,7 @@ class ActiveLearner:
             "warm_start": bool(self.warm_start),
             "warm_burnin": self._warm_burnin(model),
             "stop_entropy": None if self.stop_entropy is None else float(self.stop_entropy),
+            "error_rate": self.error_rate if isinstance(self.error_rate, Mapping) else float(self.error_rate),
             "base_seed": int(base_seed),
             "model": type(model).__qualname__,
             "params": repr(sorted((k, v) for k, v in params.items() if k != "random_state")),
@@ -426,8 +460,11 @@ class ActiveLearner:
             else None
         )
         base_seed = seed_from(model_rs) if isinstance(model_rs, int | np.integer | None) else 0
-        initial = Constraints.from_pairs(
-            n, constraints.pairs if constraints is not None else (), on_conflict="drop"
+        # the hard pairs are re-read with on_conflict="drop"; answers with an error rate are kept as they are
+        initial = Constraints.from_answers(
+            n,
+            list(constraints.pairs) + list(constraints.answers) if constraints is not None else (),
+            on_conflict="drop",
         )
         model = _clone(self.model)
         settings = self._settings(model, base_seed)
@@ -438,6 +475,8 @@ class ActiveLearner:
         plan = None if store is None or shared else self._resume_plan(stored, store.fits, settings, n)
 
         unknown: set[tuple[int, int]] = set()
+        # pairs answered with an error rate (never asked again; not implied by the constraints)
+        soft: set[tuple[int, int]] = {(min(i, j), max(i, j)) for i, j, _, _ in initial.answers}
         taken: set[tuple[int, int]] = set()  # pairs claimed by other annotators' sessions
         dropped_all: list[tuple[int, int, str]] = []
         conflicts: list[dict] = []
@@ -463,6 +502,10 @@ class ActiveLearner:
             number = len(answers) + 1
             if answer == "unknown":
                 unknown.add((a, b))
+            elif self._rate_of(who) > 0:  # an observation: never dropped, never contradicts
+                st["cons"] = st["cons"].with_answer(a, b, answer == "must", self._rate_of(who))
+                soft.add((a, b))
+                changed = True
             else:
                 new = st["cons"].with_constraint(a, b, answer == "must")
                 kept = len(new.dropped) == len(st["cons"].dropped)
@@ -487,6 +530,8 @@ class ActiveLearner:
             """Another annotator undid an answer: rebuild the constraints from the answers in effect."""
             st["cons"], st["asked"] = initial, 0
             unknown.clear()
+            soft.clear()
+            soft.update((min(i, j), max(i, j)) for i, j, _, _ in initial.answers)
             dropped_all.clear()
             conflicts.clear()
             answers.clear()
@@ -614,7 +659,14 @@ class ActiveLearner:
             return pending.popleft()
 
         def excluded() -> set[tuple[int, int]]:
-            return unknown | taken if taken else unknown
+            return unknown | taken | soft if (taken or soft) else unknown
+
+        def agreement(samples, rec) -> np.ndarray:
+            """Importance weight of each sample given an answer: 1 where it agrees, 0 (hard answer) or
+            eps / (1 - eps) (an answer wrong with probability eps) where it does not."""
+            agree = np.asarray(agreeing_samples(samples, rec["i"], rec["j"], rec["answer"] == "must"))
+            eps = self._rate_of(rec.get("annotator"))
+            return np.where(agree, 1.0, eps / (1.0 - eps)).astype(np.float32)
 
         def top_entropy(weights=None) -> float | None:
             best = top_entropy_pairs(st["samples"], 1, st["cons"], weights, excluded(), self.block_size)
@@ -656,11 +708,7 @@ class ActiveLearner:
                         while b < budget:
                             for rec in sync():  # other annotators' answers filter the samples as ours do
                                 if rec["answer"] != "unknown":
-                                    weights = weights * np.asarray(
-                                        agreeing_samples(
-                                            st["samples"], rec["i"], rec["j"], rec["answer"] == "must"
-                                        )
-                                    )
+                                    weights = weights * agreement(st["samples"], rec)
                                 fresh, changed = False, True
                             if shared and st["asked"] >= n_queries:
                                 break
@@ -708,18 +756,16 @@ class ActiveLearner:
                             changed = changed or changed_now
                             fresh = False
                             if rec["answer"] != "unknown":
-                                weights = weights * np.asarray(
-                                    agreeing_samples(st["samples"], i, j, rec["answer"] == "must")
-                                )
+                                weights = weights * agreement(st["samples"], rec)
                             b += 1
                     else:
                         if self.strategy == "random":
                             key, sub = _split(key)
-                            pairs = random_pairs(sub, n, budget, st["cons"], unknown)
+                            pairs = random_pairs(sub, n, budget, st["cons"], excluded())
                             h_max = top_entropy() if stop is not None and not pending else None
                         else:
                             top = top_entropy_pairs(
-                                st["samples"], budget, st["cons"], None, unknown, self.block_size
+                                st["samples"], budget, st["cons"], None, excluded(), self.block_size
                             )
                             pairs = [(i, j) for i, j, _ in top]
                             h_max = top[0][2] if top else None
@@ -730,7 +776,7 @@ class ActiveLearner:
                         for i, j in pairs:
                             sync()
                             # skip pairs implied by an earlier answer of this batch (or another annotator's)
-                            if st["cons"].status(i, j) is not None or (min(i, j), max(i, j)) in unknown:
+                            if st["cons"].status(i, j) is not None or (min(i, j), max(i, j)) in excluded():
                                 continue
                             if shared and st["asked"] >= n_queries:
                                 break
