@@ -40,6 +40,7 @@ BUILTIN = {
     "icc": ("icc.py", "run_one", "summarize"),
     "metrics_baselines": ("metrics_baselines.py", "run_one", "summarize"),
     "dataset_signal": ("dataset_signal.py", "run_one", "summarize"),
+    "noisy_annotators": ("noisy_annotators.py", "run_one", "summarize"),
 }
 
 
