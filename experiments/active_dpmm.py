@@ -401,7 +401,8 @@ def run_one(
 ) -> dict:
     """ONE learning curve (the grid kind ``active_dpmm``): the history of one ActiveLearner run.
 
-    ``dataset``: one of ``SETS``; ``strategy``: ``batch`` (the paper's batch method), ``naive_batch``,
+    ``dataset``: one of ``SETS``; ``prior_scale``: None or ``"default"`` (the DPMM's default prior), a
+    number, or ``"auto"``; ``strategy``: ``batch`` (the paper's batch method), ``naive_batch``,
     ``entropy`` or ``random``; ``seed`` seeds the learner (the random strategy's pairs), ``model_seed`` the
     DPMM's fits (default: ``seed``); ``data_seed`` the NMF and the empirical-Bayes splits. The script's curves
     are: active seed s -> ``seed = model_seed = s``; random repeat r -> ``seed = data_seed + 1 + r``,
@@ -414,6 +415,8 @@ def run_one(
 
     if dataset not in SETS:
         raise InvalidInputError(f"dataset: expected one of {', '.join(SETS)}, got {dataset!r}")
+    if prior_scale == "default":  # a grid axis cannot hold None: the DPMM's data-driven default
+        prior_scale = None
     if prior_scale is not None and prior_scale != "auto":
         prior_scale = _scale_arg(str(prior_scale))
     X, y, desc, model, scale, selection = setup(
@@ -499,7 +502,7 @@ def summarize(records: list[dict], out_dir) -> dict:
     for key, recs in groups.items():
         p = recs[0]["params"]
         base = p["dataset"] + (
-            f"_prior{float(p['prior_scale']):g}" if p.get("prior_scale") not in (None, "auto") else ""
+            f"_prior{float(p['prior_scale']):g}" if p.get("prior_scale") not in (None, "auto", "default") else ""
         )
         names[key] = base
     out = {"files": [], "settings": {}}
