@@ -1,4 +1,4 @@
-"""The bad-input corpus (issue 13): every public estimator and function outside ``jaxclust.dpmm`` (and the answer
+"""The bad-input corpus: every public estimator and function (the DPMM included; the answer
 store / CLI), given bad or edge inputs.
 
 * Bad inputs raise the exact named jaxclust exception (all of them ``JaxclustError``) and the message names the
@@ -40,6 +40,7 @@ from jaxclust.active import (
 from jaxclust.active.oracles import ask
 from jaxclust.constrained_kmeans import COPKMeans, PCKMeans
 from jaxclust.constraints import Constraints, as_constraints
+from jaxclust.dpmm import DPMM, NormalGamma
 from jaxclust.errors import (
     ConstraintConflictError,
     ConstraintError,
@@ -367,6 +368,24 @@ CORPUS = [
     B(lambda: D.load_nps_chat(min_posts=0), InvalidInputError, r"^min_posts=0 must be a positive integer", "d-nps-min-posts"),
     B(lambda: D.load_senseval2(word="x"), InvalidInputError, r"^word='x' is not one of 'hard', 'interest', 'line', 'serve'", "d-senseval-word"),
     B(lambda: D.load_subjectivity(data_dir="/nonexistent"), DatasetNotFoundError, r"data set folder 'pang_lee_subjectivity_v1' \(files: sentences.tsv\) not found: data directory '/nonexistent'", "d-data-dir-missing"),
+    # ---- DPMM (validation happens before any sampling: no compile) -----------------------------------------
+    B(lambda: DPMM(max_components="big").fit(X), InvalidInputError, r"^max_components: expected an int >= 1, got 'big'", "dp-max-components-str"),
+    B(lambda: DPMM(max_components=0).fit(X), InvalidInputError, r"^max_components: expected an int >= 1, got 0", "dp-max-components-0"),
+    B(lambda: DPMM(sampler="gibbs").fit(X), InvalidInputError, r"^sampler: expected 'auto', 'collapsed' or 'subcluster', got 'gibbs'", "dp-sampler"),
+    B(lambda: DPMM(split_merge=-1).fit(X), InvalidInputError, r"^split_merge: expected an int >= 0, got -1", "dp-split-merge"),
+    B(lambda: DPMM(n_chains=0).fit(X), InvalidInputError, r"^n_chains: expected an int >= 1, got 0", "dp-chains"),
+    B(lambda: DPMM(thin=1.5).fit(X), InvalidInputError, r"^thin: expected an int >= 1, got 1.5", "dp-thin"),
+    B(lambda: DPMM(alpha=0.0).fit(X), InvalidInputError, r"^alpha", "dp-alpha"),
+    B(lambda: DPMM(alpha_prior=(1.0, -1.0)).fit(X), InvalidInputError, r"^alpha_prior rate", "dp-alpha-prior"),
+    B(lambda: DPMM().fit(X, init_labels=np.zeros(5)), InvalidInputError, r"^init_labels: expected shape \(12,\) or \(n_chains, n\)", "dp-init-shape"),
+    B(lambda: DPMM().fit(X, [0] * 12), ConstraintError, r"^constraints: DPMM.fit got an array of shape \(12,\)", "dp-labels-as-constraints"),
+    B(lambda: DPMM().fit(X, Constraints(10)), ConstraintError, r"built for 10 items but X has 12 rows \(DPMM.fit\)", "dp-constraints-size"),
+    B(lambda: DPMM().fit(np.c_[X[:, :1] * 0, X[:, :1] * 0]), InvalidInputError, r"^X: every column is constant", "dp-all-constant"),
+    B(lambda: DPMM(prior="gaussian").fit(X), InvalidInputError, r"^prior: expected None, NormalGamma", "dp-prior-type"),
+    B(lambda: DPMM(prior=NormalGamma(rate=[1.0, 2.0, 3.0])).fit(X), InvalidInputError, r"^prior.rate: expected a scalar or shape \(2,\)", "dp-prior-shape"),
+    B(lambda: DPMM(prior=NormalGamma(rate=1e-300)).fit(X * 1e200), InvalidInputError, r"^prior.rate: must be positive and finite once X .* is brought to unit scale", "dp-prior-underflow"),
+    B(lambda: Constraints(12, must_link=[(0, 1)], error_rate=0.7), ConstraintError, r"^error_rate: expected a probability in \[0, 0.5\], got 0.7", "c-error-rate"),
+    B(lambda: Constraints.from_answers(12, [(0, 1, "maybe", 0.1)]), ConstraintError, r"answer \(0, 1, 'maybe', 0.1\): kind must be 'must' or 'cannot'", "c-answer-kind"),
 ]
 # fmt: on
 
@@ -691,3 +710,44 @@ def test_import_leaves_jax_config_alone():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+# ---- DPMM: valid edge cases of magnitude and degenerate columns (issue 13) --------------------------------------
+DPMM_SMALL = dict(n_chains=1, n_burnin=10, n_samples=2, thin=1, random_state=0)
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [lambda a: a * 1e200, lambda a: a * 1e-200, lambda a: (a * 1e20).astype(np.float32), lambda a: a + 1e12],
+    ids=["x1e200", "x1e-200", "float32-x1e20", "offset1e12"],
+)
+def test_dpmm_finds_the_same_blobs_at_any_magnitude(transform):
+    """The sampler runs on power-of-two rescaled data with the prior mapped alike: any finite magnitude gives
+    the two blobs (no overflow, no message about an internal prior)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        m = DPMM(**DPMM_SMALL).fit(transform(X))
+    assert np.array_equal(m.labels_ == m.labels_[0], Y == 0) and np.isfinite(m.log_joint_).all()
+
+
+def test_dpmm_constant_column_is_left_out_with_a_warning_naming_it():
+    """A constant column (and a near-constant one: 5 + 1e-6 noise) does not decide the clustering: no collapse
+    into one component, and no component mixes the two blobs (the near-constant column, a pure-noise column
+    once on its own scale, may split a blob of 6 points)."""
+    from jaxclust.errors import JaxclustWarning
+
+    near = np.c_[X, 5 + 1e-6 * np.random.default_rng(1).normal(size=12)]
+    const = np.c_[X[:, :1], np.full(12, 5.0), X[:, 1:]]
+    labels = DPMM(**DPMM_SMALL).fit(near).labels_
+    assert len(set(labels[Y == 0]) & set(labels[Y == 1])) == 0 and len(set(labels)) >= 2
+    with pytest.warns(JaxclustWarning, match=r"X: columns \[1\] are constant and are left out"):
+        m = DPMM(**DPMM_SMALL).fit(const)
+    assert np.array_equal(m.labels_ == 0, Y == 0)
+
+
+def test_dpmm_coclustering_shares_active_semantics_for_label_minus_one():
+    from jaxclust.dpmm import coclustering as dp_cocluster
+
+    s = np.array([[-1, 0, -1]])
+    np.testing.assert_array_equal(dp_cocluster(s), np.asarray(coclustering(s)))
+    assert np.diag(dp_cocluster(s)).tolist() == [1.0, 1.0, 1.0]

@@ -184,7 +184,7 @@ class NormalGamma(eqx.Module):
         data and the precision rate divides by ``scale**2``; kappa and shape are unchanged."""
         scale = np.asarray(scale, np.float64)
         return NormalGamma(
-            (np.asarray(self.mean) - shift) / scale, self.kappa, self.shape, self.rate / scale**2
+            (np.asarray(self.mean) - shift) / scale, self.kappa, self.shape, self.rate / scale / scale
         )
 
     def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> NGStats:
