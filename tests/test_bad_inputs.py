@@ -1,5 +1,5 @@
-"""The bad-input corpus: every public estimator and function (the DPMM included; the answer
-store / CLI), given bad or edge inputs.
+"""The bad-input corpus: every public estimator and function, the DPMM included, given bad or edge inputs (the
+answer store and the CLI have their own test files).
 
 * Bad inputs raise the exact named jaxclust exception (all of them ``JaxclustError``) and the message names the
   culprit as the user spelled it: the parameter, the row/column, the index, the file and line.
