@@ -133,7 +133,8 @@ def run_one(
             "dataset": dataset,
             "n": int(len(y)),
             "classes": int(len(np.unique(y))),
-            "model": model.get_params(),
+            # the prior object is not JSON: name it instead (None: the DPMM's default data-driven prior)
+            "model": {**model.get_params(), "prior": "default" if prior is None else "empirical Bayes, scale 0.03"},
         },
     }
 

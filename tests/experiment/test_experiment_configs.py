@@ -345,3 +345,23 @@ def test_readme_example_config_is_valid(tmp_path):
         ("general-full", "batch"),
     ]
     assert [r.params["dataset"] for r in plan(cfg, quick=True)[2]] == ["bio-top", "general-full"]
+
+
+def test_noisy_annotators_result_with_an_explicit_prior_is_json(monkeypatch):
+    """A run whose DPMM has an explicit prior (the verb sets' empirical-Bayes one) must store as JSON: the
+    prior object is named, not dropped silently and not passed to json (which failed every general-set run)."""
+    import json
+
+    from sklearn.datasets import make_blobs
+
+    from jaxclust.dpmm import NormalGamma
+    from jaxclust.experiment.registry import load_target
+
+    run_one = load_target("@experiments/noisy_annotators.py:run_one")
+    X, y = make_blobs(n_samples=30, n_features=2, centers=3, random_state=0)
+    monkeypatch.setitem(run_one.__globals__, "load", lambda *a: (X, y, NormalGamma.from_data(X, scale=0.03)))
+    result = run_one("general", flip_rate=0.1, n_queries=4, batch_size=2, n_chains=1, n_burnin=2,
+                     n_samples=2, thin=1, warm_burnin=1)
+    stored = json.loads(json.dumps(result))
+    assert stored["meta"]["model"]["prior"] == "empirical Bayes, scale 0.03"
+    assert stored["run"]["history"][-1]["n_constraints"] == 4
