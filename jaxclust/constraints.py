@@ -85,8 +85,18 @@ def _error_rate(value: Any, name: str, allow_zero: bool = True) -> float:
     return eps
 
 
-def _next_pow2(x: int) -> int:
+def next_pow2(x: int) -> int:
+    """The smallest power of two >= ``x`` (1 for ``x <= 1``): the capacity of padded partner tables.
+
+    Public within the package (``jaxclust.active`` and ``jaxclust.dpmm`` size their tables with it); not part of
+    ``__all__``.
+    """
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
+
+
+# The old private name, still imported by jaxclust.dpmm.gibbs (left alone while the DPMM sampler is being
+# reworked on another branch); that import moves to ``next_pow2`` and this alias goes when it lands.
+_next_pow2 = next_pow2
 
 
 class Constraints:
@@ -518,7 +528,7 @@ class Constraints:
         rows = G if n_rows is None else int(n_rows)
         if rows < G:
             raise InvalidInputError(f"n_rows: {rows} is fewer than the {G} groups")
-        cap = _next_pow2(max(self.max_degree, 1)) if capacity is None else int(capacity)
+        cap = next_pow2(max(self.max_degree, 1)) if capacity is None else int(capacity)
         if cap < self.max_degree:
             raise InvalidInputError(
                 f"capacity: {cap} is below the largest number of cannot-link partners of one group "
@@ -552,7 +562,7 @@ class Constraints:
         if rows < G:
             raise InvalidInputError(f"n_rows: {rows} is fewer than the {G} groups")
         deg = self.max_partner_degree
-        cap = _next_pow2(max(deg, 1)) if capacity is None else int(capacity)
+        cap = next_pow2(max(deg, 1)) if capacity is None else int(capacity)
         if cap < deg:
             raise InvalidInputError(
                 f"capacity: {cap} is below the largest number of partners (cannot-links and answers) of one "

@@ -35,8 +35,9 @@ from jax.scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
 
 from jaxclust.errors import InvalidInputError, NumericalError
-from jaxclust.kmeans import _check_X, _seed_key, _x64_for, bucket_rows, kmeans
-from jaxclust.validation import check_fitted, check_float, check_int, reject_constraints_as_y
+from jaxclust.kmeans.common import bucket_rows, check_X, x64_for
+from jaxclust.kmeans.lloyd_kmeans import kmeans
+from jaxclust.validation import check_fitted, check_float, check_int, prng_key, reject_constraints_as_y
 
 __all__ = [
     "GMMParams",
@@ -405,11 +406,11 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
         reject_constraints_as_y(
             y, "GaussianMixture.fit", "GaussianMixture uses no constraints: use COPKMeans, PCKMeans or DPMM"
         )
-        X = _check_X(self, X, reset=True)
+        X = check_X(self, X, reset=True)
         self._validate_params_gmm(X.shape[0])
         ct = self.covariance_type
         n = X.shape[0]
-        with _x64_for(X):
+        with x64_for(X):
             Xj = jnp.asarray(bucket_rows(X))
             if self.means_init is not None and self.precisions_init is not None:
                 res = em(
@@ -424,7 +425,7 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
                 res = jax.tree.map(lambda a: a[None], res)
             else:
                 res = _gmm_restarts(
-                    _seed_key(self.random_state),
+                    prng_key(self.random_state),
                     Xj,
                     int(self.n_components),
                     int(self.n_init),
@@ -467,8 +468,8 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
 
     def _log_resp(self, X, method):
         check_fitted(self, "means_", method)
-        X = _check_X(self, X, reset=False)
-        with _x64_for(X):
+        X = check_X(self, X, reset=False)
+        with x64_for(X):
             joint = np.asarray(
                 _joint(jnp.asarray(bucket_rows(X)), self._params(X.dtype), self.covariance_type)
             )

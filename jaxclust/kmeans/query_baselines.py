@@ -325,7 +325,7 @@ class NPU:
         from sklearn.base import clone
         from sklearn.ensemble import RandomForestClassifier
 
-        from jaxclust.constrained_kmeans import PCKMeans
+        from jaxclust.kmeans.constrained import PCKMeans
 
         X, oracle, constraints = _NeighbourhoodStrategy._validate(self, X, oracle, constraints)
         if isinstance(self.n_estimators, bool) or not (

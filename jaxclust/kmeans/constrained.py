@@ -37,21 +37,19 @@ from jax import lax
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from jaxclust.errors import InfeasibleConstraintsError
-from jaxclust.kmeans import (
-    _check_params,
-    _check_X,
-    _estimate,
-    _relocate_empty,
-    _scale_exponent,
-    _scaled_centres,
-    _seed_key,
-    _unscale_sq,
-    _x64_for,
-    assign,
+from jaxclust.kmeans.common import (
     bucket_rows,
-    kmeans_plusplus,
+    check_params,
+    check_X,
+    estimate_centers,
+    relocate_empty,
+    scale_exponent,
+    scaled_centres,
+    unscale_sq,
+    x64_for,
 )
-from jaxclust.validation import check_fitted, check_float, check_int
+from jaxclust.kmeans.lloyd_kmeans import assign, kmeans_plusplus
+from jaxclust.validation import check_fitted, check_float, check_int, prng_key
 
 __all__ = ["COPResult", "cop_kmeans", "PCKResult", "pck_kmeans", "COPKMeans", "PCKMeans"]
 
@@ -68,7 +66,7 @@ def _means(X, labels, centers, k):
     ok = labels >= 0
     sums = jax.ops.segment_sum(jnp.where(ok[:, None], X, 0.0), jnp.where(ok, labels, 0), num_segments=k)
     counts = jax.ops.segment_sum(ok.astype(X.dtype), jnp.where(ok, labels, 0), num_segments=k)
-    return _estimate(centers, sums, counts)
+    return estimate_centers(centers, sums, counts)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -269,8 +267,8 @@ def pck_kmeans(key, X, centers, points, ml, cl, w, w_bar, tol=0.0, max_iter=300)
         dist = jnp.sum(diff * diff, axis=1)
         sums = jax.ops.segment_sum(X, z, num_segments=k)
         counts = jax.ops.segment_sum(jnp.ones((n,), X.dtype), z, num_segments=k)
-        sums, counts = _relocate_empty(X, z, dist, sums, counts)
-        new = _estimate(c, sums, counts)
+        sums, counts = relocate_empty(X, z, dist, sums, counts)
+        new = estimate_centers(c, sums, counts)
         strict = jnp.all(z == z_old)
         return (new, z, it + 1, strict, strict | (jnp.sum((new - c) ** 2) <= tol))
 
@@ -366,9 +364,9 @@ class _ConstrainedBase(ClusterMixin, BaseEstimator):
     def predict(self, X):
         """Closest fitted centre (constraints concern the training items only)."""
         check_fitted(self, "cluster_centers_", "predict")
-        X = _check_X(self, X, reset=False)
-        Xs, C, _ = _scaled_centres(X, self.cluster_centers_)
-        with _x64_for(X):
+        X = check_X(self, X, reset=False)
+        Xs, C, _ = scaled_centres(X, self.cluster_centers_)
+        with x64_for(X):
             labels, _ = assign(jnp.asarray(bucket_rows(Xs)), jnp.asarray(C))
             return np.asarray(labels[: X.shape[0]], dtype=np.int32)
 
@@ -379,11 +377,11 @@ class _ConstrainedBase(ClusterMixin, BaseEstimator):
     def _prepare(self, X, constraints):
         """Validated X, the data the core sees (scaled by 2**-p when its magnitude needs it, then centred),
         the centring mean, the absolute tolerance, the constraints and p."""
-        X = _check_X(self, X, reset=True)
+        X = check_X(self, X, reset=True)
         n = X.shape[0]
-        _check_params(self.n_clusters, self.n_init, self.max_iter, self.tol, n, cls=type(self).__name__)
+        check_params(self.n_clusters, self.n_init, self.max_iter, self.tol, n, cls=type(self).__name__)
         c = _check_constraints(constraints, n, type(self).__name__)
-        p = _scale_exponent(X.dtype, X)
+        p = scale_exponent(X.dtype, X)
         Xs = np.ldexp(X, -p).astype(X.dtype) if p else X
         mean = Xs.mean(axis=0)
         tol = float(np.mean(np.var(Xs, axis=0)) * self.tol) if self.tol else 0.0
@@ -441,9 +439,9 @@ class COPKMeans(_ConstrainedBase):
         # Rows padded to n and capacity to a power of two (>= 8): refits with other constraint sets reuse the
         # compile.
         partners = c.cannot_partners(capacity=_pow2(max(c.max_degree, 8)), n_rows=X.shape[0])
-        with _x64_for(X):
+        with x64_for(X):
             runs = _cop_restarts(
-                _seed_key(self.random_state),
+                prng_key(self.random_state),
                 jnp.asarray(Xc),
                 jnp.asarray(c.group_of),
                 jnp.asarray(partners),
@@ -467,7 +465,7 @@ class COPKMeans(_ConstrainedBase):
         best = int(np.argmin(np.where(runs.failed, np.inf, runs.inertia)))
         self._set_centres(runs.centers[best], mean, p, X.dtype)
         self.labels_ = np.asarray(runs.labels[best], dtype=np.int32)
-        self.inertia_ = _unscale_sq(runs.inertia[best], p, "COPKMeans: the inertia", X)
+        self.inertia_ = unscale_sq(runs.inertia[best], p, "COPKMeans: the inertia", X)
         self.n_iter_ = int(runs.n_iter[best])
         self.n_failed_restarts_ = int(runs.failed.sum())
         return self
@@ -535,9 +533,9 @@ class PCKMeans(_ConstrainedBase):
         # costs are in units of ½‖x - μ‖²: on data scaled by 2**-p they scale by 4**-p
         w_s, w_bar_s = (math.ldexp(w, -2 * p), math.ldexp(w_bar, -2 * p)) if p else (w, w_bar)
         points, ml, cl = pack_point_constraints(c, X.shape[0], capacity=capacity)
-        with _x64_for(X):
+        with x64_for(X):
             runs = _pck_restarts(
-                _seed_key(self.random_state),
+                prng_key(self.random_state),
                 jnp.asarray(Xc),
                 jnp.asarray(points),
                 jnp.asarray(ml),
@@ -553,7 +551,7 @@ class PCKMeans(_ConstrainedBase):
         best = int(np.argmin(runs.objective))
         self._set_centres(runs.centers[best], mean, p, X.dtype)
         self.labels_ = np.asarray(runs.labels[best], dtype=np.int32)
-        self.inertia_ = _unscale_sq(runs.inertia[best], p, "PCKMeans: the inertia", X)
-        self.objective_ = _unscale_sq(runs.objective[best], p, "PCKMeans: the objective", X)
+        self.inertia_ = unscale_sq(runs.inertia[best], p, "PCKMeans: the inertia", X)
+        self.objective_ = unscale_sq(runs.objective[best], p, "PCKMeans: the objective", X)
         self.n_iter_ = int(runs.n_iter[best])
         return self
