@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from jaxclust.demo import plot_curves
+from jaxclust.apps.demo import plot_curves
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKEND_SWITCH = re.compile(r"\bmatplotlib\.use\(|\bswitch_backend\(|\buse\(\s*['\"]agg['\"]", re.IGNORECASE)

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from jaxclust.cli import app
+from jaxclust.apps.cli import app
+from jaxclust.apps.experiment import load_records, register_kind, run_grid
+from jaxclust.apps.experiment.runner import _lock, read_record
 from jaxclust.errors import MissingDependencyError, StoreLockedError
-from jaxclust.experiment import load_records, register_kind, run_grid
-from jaxclust.experiment.runner import _lock, read_record
 
 FAKE = Path(__file__).resolve().parent / "fake_kinds.py"
 REPO = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ def test_resume_after_kill_recomputes_only_unfinished_runs(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "jaxclust.cli",
+        "jaxclust.apps.cli",
         "experiment",
         "run",
         str(cfg),
@@ -287,7 +287,7 @@ def test_library_packages_do_not_import_the_experiment_app():
         for p in pkg.rglob("*.py")
         if "experiment" not in p.relative_to(pkg).parts[:1]
         and p.name != "cli.py"
-        and ("jaxclust.experiment" in p.read_text() or "from jaxclust import experiment" in p.read_text())
+        and ("jaxclust.apps.experiment" in p.read_text() or "from jaxclust.apps import experiment" in p.read_text())
     ]
     assert offenders == []
 
@@ -299,7 +299,7 @@ def test_ray_grid_on_a_local_instance(tmp_path):
     for p in sorted((out / "runs").glob("*.json"))[2:]:
         p.unlink()
     cmd = [
-        *(sys.executable, "-m", "jaxclust.cli", "experiment", "run", str(cfg), "--out", str(out)),
+        *(sys.executable, "-m", "jaxclust.apps.cli", "experiment", "run", str(cfg), "--out", str(out)),
         *("--ray", "--ray-num-cpus", "2", "--no-progress"),
     ]
     # in a subprocess: bounded in time, and the local Ray it starts (a new one, whatever else runs here) goes with it

@@ -1,6 +1,6 @@
-"""Command-line entry points ``demo`` and ``annotate`` (registered on the main app in :mod:`jaxclust.cli`).
+"""Command-line entry points ``demo`` and ``annotate`` (registered on the main app in :mod:`jaxclust.apps.cli`).
 
-They can also be run alone: ``python -m jaxclust.cli_active demo --quick``.
+They can also be run alone: ``python -m jaxclust.apps.cli_active demo --quick``.
 
 Every option is checked before anything is read, created or compiled; a bad option or file prints one line
 ``error: ...`` on stderr (naming the option as typed) and exits with code 2.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from jaxclust._cli import OneLineErrors, fail, one_line_warnings
+from jaxclust.apps.cli_common import OneLineErrors, fail, one_line_warnings
 
 __all__ = ["demo", "annotate", "app"]
 
@@ -44,7 +44,7 @@ def demo(
     n_queries: int = typer.Option(None, "--n-queries", help="Override the number of questions (>= 1)."),
 ) -> None:
     """Active vs random constraint selection for the constrained DPMM on the wine data (no data needed)."""
-    from jaxclust.demo import check_demo_options
+    from jaxclust.apps.demo import check_demo_options
     from jaxclust.errors import JaxclustError
 
     _count(seed, "--seed", 0)
@@ -53,7 +53,7 @@ def demo(
         check_demo_options(out, n_queries, seed, spelled={"out_dir": "--out"})
     except JaxclustError as exc:
         fail(str(exc))
-    from jaxclust.demo import run_demo
+    from jaxclust.apps.demo import run_demo
 
     try:
         run_demo(
@@ -117,7 +117,7 @@ def annotate(
     seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
 ) -> None:
     """Interactive, resumable active clustering of your own texts or data: answer y / n / d (don't know) / q."""
-    from jaxclust.annotate import check_annotate_options
+    from jaxclust.apps.annotate import check_annotate_options
     from jaxclust.errors import JaxclustError
 
     _count(n_burnin, "--n-burnin", 0)
@@ -143,7 +143,7 @@ def annotate(
     except JaxclustError as exc:
         fail(str(exc))
 
-    from jaxclust.annotate import default_model, run_annotate
+    from jaxclust.apps.annotate import default_model, run_annotate
 
     model = default_model(seed, n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples)
     try:

@@ -5,7 +5,7 @@ Output folder layout (``--out DIR``)::
     DIR/grid.json              the expanded grid of the latest invocation (config text, run ids and parameters)
     DIR/runs/<id>.json         one finished run: {"id", "kind", "params", "status": "ok", "result", "seconds", ...}
     DIR/runs/<id>.failed.json  a run that raised (error and traceback); it is run again next time
-    DIR/summary.json, .csv     made from whatever runs exist (see :mod:`jaxclust.experiment.summary`)
+    DIR/summary.json, .csv     made from whatever runs exist (see :mod:`jaxclust.apps.experiment.summary`)
     DIR/...                    the kind's own figures and tables
 
 *Durability.* Each run's file is written when that run finishes, atomically (a temporary file in the same folder,
@@ -17,7 +17,7 @@ running the same command again skips every finished run. One runner at a time pe
 ``flock`` the system releases when the process dies).
 
 On Ray the driver (this process) writes the files as the tasks' results come back, so the workers need no shared
-file system; they need jaxclust and the kind's code (see :mod:`jaxclust.experiment.registry`).
+file system; they need jaxclust and the kind's code (see :mod:`jaxclust.apps.experiment.registry`).
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jaxclust.apps.experiment.config import ExperimentConfig, Run, load_config
+from jaxclust.apps.experiment.records import FORMAT, atomic_write_json, jsonable, read_record, record_index
+from jaxclust.apps.experiment.registry import Kind, check_params, resolve_kind
 from jaxclust.errors import (
     ExperimentConfigError,
     ExperimentError,
@@ -42,12 +45,9 @@ from jaxclust.errors import (
     StoreError,
     StoreLockedError,
 )
-from jaxclust.experiment.config import ExperimentConfig, Run, canonical, load_config, params_hash
-from jaxclust.experiment.registry import Kind, check_params, resolve_kind
 
 __all__ = ["GridReport", "run_grid", "plan", "execute", "read_record", "atomic_write_json", "import_ray"]
 
-FORMAT = "jaxclust-experiment-run/1"
 RAY_HINT = 'pip install "jaxclust[ray]"'
 
 
@@ -68,73 +68,6 @@ class GridReport:
 # files
 
 
-def _jsonable(o: Any) -> Any:
-    import numpy as np  # a dependency of jaxclust; imported only when a result needs it
-
-    if isinstance(o, np.bool_):
-        return bool(o)
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, (set, frozenset, tuple)):
-        return list(o)
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"{type(o).__name__} is not JSON serialisable")
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):  # not every file system lets a folder be opened and synced
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON to ``path`` atomically: a temporary file beside it, ``fsync``, ``os.replace``."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    data = json.dumps(obj, indent=1, default=_jsonable).encode("utf-8")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise StoreError(f"{path}: cannot be written ({exc.strerror or exc})") from None
-    _fsync_dir(path.parent)
-
-
-def read_record(path: Path, run: Run | None = None) -> tuple[dict | None, str]:
-    """``(record, "")`` if ``path`` holds a finished run (of ``run``, when given), else ``(None, reason)``."""
-    try:
-        rec = json.loads(Path(path).read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        return None, "missing"
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return None, f"not readable JSON ({type(exc).__name__}: {exc})"
-    if not isinstance(rec, dict) or rec.get("format") != FORMAT:
-        return None, "not a jaxclust experiment run record"
-    if rec.get("status") != "ok" or "result" not in rec:
-        return None, "not a finished run"
-    kind, params, rid = rec.get("kind"), rec.get("params"), rec.get("id")
-    if not isinstance(kind, str) or not isinstance(params, dict) or not isinstance(rid, str):
-        return None, "incomplete record"
-    if rid.rsplit("-", 1)[-1] != params_hash(kind, params):
-        return None, "its parameters do not match its id"
-    if run is not None and (kind != run.kind or canonical(params) != canonical(run.params)):
-        return None, "a different run's record"
-    return rec, ""
-
-
 def _set_aside(path: Path, reason: str) -> None:
     n, side = 0, path.with_name(path.name + ".corrupt")
     while side.exists():
@@ -144,16 +77,6 @@ def _set_aside(path: Path, reason: str) -> None:
     warnings.warn(
         f"{path}: {reason}; moved to {side.name} and the run will be run again", JaxclustWarning, stacklevel=3
     )
-
-
-def _index(runs_dir: Path) -> dict[str, Path]:
-    """hash -> record file, for the finished-run files of a folder (whatever their slug)."""
-    out = {}
-    for p in sorted(runs_dir.glob("*.json")):
-        if p.name.endswith(".failed.json") or p.name.startswith("."):
-            continue
-        out[p.stem.rsplit("-", 1)[-1]] = p
-    return out
 
 
 def _clean_temporaries(runs_dir: Path) -> None:
@@ -185,7 +108,7 @@ def execute(target: Any, params: dict) -> dict:
     Never raises for a failing run: returns ``{"status": "ok", "result", ...}`` or ``{"status": "failed", "error",
     "traceback", ...}``. The result is passed through JSON, so what is returned is what will be written.
     """
-    from jaxclust.experiment.registry import load_target
+    from jaxclust.apps.experiment.registry import load_target
 
     started, t0 = _now(), time.perf_counter()
     info = {"host": socket.gethostname(), "pid": os.getpid(), "started": started}
@@ -194,7 +117,7 @@ def execute(target: Any, params: dict) -> dict:
         result = fn(**params)
         if not isinstance(result, dict):
             raise TypeError(f"the run function returned {type(result).__name__}, expected a dict")
-        result = json.loads(json.dumps(result, default=_jsonable))
+        result = json.loads(json.dumps(result, default=jsonable))
     except Exception as exc:  # a failing run is recorded, the grid goes on
         return {
             "status": "failed",
@@ -270,7 +193,7 @@ def plan(config: ExperimentConfig | str | Path, out: str | Path | None = None, q
 
 
 def _finished(runs_dir: Path, runs: list[Run], set_aside: bool) -> dict[str, dict]:
-    index = _index(runs_dir)
+    index = record_index(runs_dir)
     done = {}
     for run in runs:
         path = index.get(run.hash)
@@ -365,7 +288,7 @@ def run_grid(
     Parameters
     ----------
     config : path or ExperimentConfig
-        The grid (see :mod:`jaxclust.experiment.config`).
+        The grid (see :mod:`jaxclust.apps.experiment.config`).
     out : path
         Output folder (created). Finished runs found there are skipped.
     quick : bool
@@ -418,7 +341,7 @@ def run_grid(
         if started_ray:
             import_ray().shutdown()
     if summarize and not report.interrupted:
-        from jaxclust.experiment.summary import summarize as _summarize
+        from jaxclust.apps.experiment.summary import summarize as _summarize
 
         report.summary = _summarize(out, echo=echo)
     return report

@@ -3,7 +3,7 @@
 Writes ``summary.json`` (every finished run's id, parameters, time and scalar results; the runs of the latest
 grid that are missing or failed; what the kind's summariser wrote) and ``summary.csv`` (one row per finished
 run: id, seconds, parameters, the result's top-level numbers and strings), then calls each kind's ``summarize``
-function (see :mod:`jaxclust.experiment.registry`) for its own figures and tables.
+function (see :mod:`jaxclust.apps.experiment.registry`) for its own figures and tables.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import os
 import warnings
 from pathlib import Path
 
+from jaxclust.apps.experiment.records import atomic_write_json, read_record, record_index
 from jaxclust.errors import JaxclustWarning, StoreError
-from jaxclust.experiment.runner import _index, atomic_write_json, read_record
 
 __all__ = ["summarize", "load_records"]
 
@@ -28,7 +28,7 @@ def load_records(out: str | Path) -> tuple[list[dict], list[dict]]:
     finished, failed = [], []
     if not runs_dir.is_dir():
         return finished, failed
-    for path in _index(runs_dir).values():
+    for path in record_index(runs_dir).values():
         rec, reason = read_record(path)
         if rec is None:
             warnings.warn(f"{path}: skipped ({reason})", JaxclustWarning, stacklevel=2)
@@ -113,8 +113,8 @@ def summarize(out: str | Path, echo=None) -> dict:
 
 
 def _summarizer(kind_name: str, grid: dict):
+    from jaxclust.apps.experiment.registry import resolve_kind
     from jaxclust.errors import ExperimentConfigError
-    from jaxclust.experiment.registry import resolve_kind
 
     base = Path(grid["config_path"]).parent if grid.get("config_path") else Path.cwd()
     try:

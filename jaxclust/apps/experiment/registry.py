@@ -89,7 +89,7 @@ def register_kind(name: str, run: str | Callable, summarize: str | Callable | No
 def experiments_dir() -> Path:
     """The ``experiments/`` folder: ``$JAXCLUST_EXPERIMENTS``, else the one beside the installed package."""
     env = os.environ.get("JAXCLUST_EXPERIMENTS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "experiments"
+    return Path(env) if env else Path(__file__).resolve().parents[3] / "experiments"
 
 
 def _absolute_target(target: str, base: Path) -> str:

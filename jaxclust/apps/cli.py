@@ -1,10 +1,13 @@
-"""The ``jaxclust`` command line (typer). Subcommands live beside the code they drive."""
+"""The ``jaxclust`` command line (typer): ``info`` and ``--version`` here; ``demo`` and ``annotate`` from
+:mod:`jaxclust.apps.cli_active`, ``experiment`` from :mod:`jaxclust.apps.experiment.cli`."""
 
 from __future__ import annotations
 
 import typer
 
-from jaxclust._cli import OneLineErrors
+from jaxclust.apps.cli_common import OneLineErrors
+
+__all__ = ["app", "info", "main"]
 
 app = typer.Typer(
     cls=OneLineErrors,  # a bad option or file: one line on stderr, exit code 2
@@ -61,11 +64,11 @@ def info() -> None:
 
 def _register() -> None:
     # Commands live beside the code they drive; importing these modules is cheap (no JAX until a command runs).
-    from jaxclust.cli_active import annotate, demo
+    from jaxclust.apps.cli_active import annotate, demo
 
     app.command(help=demo.__doc__)(demo)
     app.command(help=annotate.__doc__)(annotate)
-    from jaxclust.experiment.cli import app as experiment_app
+    from jaxclust.apps.experiment.cli import app as experiment_app
 
     app.add_typer(experiment_app, name="experiment")
 

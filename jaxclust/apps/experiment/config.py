@@ -1,6 +1,6 @@
 """Experiment-grid configs: a TOML file -> the list of runs, each with a stable id.
 
-A config names an experiment *kind* (see :mod:`jaxclust.experiment.registry`), parameters fixed for every run,
+A config names an experiment *kind* (see :mod:`jaxclust.apps.experiment.registry`), parameters fixed for every run,
 and grid axes (lists); the runs are the Cartesian product of the axes over the fixed parameters, plus explicit
 ``[[include]]`` runs, minus the runs matching an ``[[exclude]]`` entry::
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from jaxclust._cli import fail, one_line_warnings
+from jaxclust.apps.cli_common import fail, one_line_warnings
 
 __all__ = ["app"]
 
@@ -45,8 +45,8 @@ def run(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar over runs."),
 ) -> None:
     """Run every run of CONFIG that --out does not hold yet (each saved as it finishes), then summarise."""
+    from jaxclust.apps.experiment.runner import run_grid
     from jaxclust.errors import JaxclustError
-    from jaxclust.experiment.runner import run_grid
 
     if cpus_per_run < 0 or gpus_per_run < 0:
         fail(f"{'--cpus-per-run' if cpus_per_run < 0 else '--gpus-per-run'}: expected a number >= 0")
@@ -87,8 +87,8 @@ def run(
 @app.command("summarize")
 def summarize(out: Path = typer.Argument(..., help="An experiment output folder.")) -> None:
     """Write the summary and the kind's figures from whatever runs the folder holds."""
+    from jaxclust.apps.experiment.summary import summarize as _summarize
     from jaxclust.errors import JaxclustError
-    from jaxclust.experiment.summary import summarize as _summarize
 
     try:
         with one_line_warnings():
@@ -108,8 +108,8 @@ def list_runs(
     """Print the grid's runs (id and parameters), one per line, without running anything."""
     import json
 
+    from jaxclust.apps.experiment.runner import plan
     from jaxclust.errors import JaxclustError
-    from jaxclust.experiment.runner import plan
 
     try:
         cfg, _, runs, done = plan(config, out, quick)
