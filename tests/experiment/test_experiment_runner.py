@@ -280,18 +280,6 @@ def test_cli_run_list_and_failed_runs_exit_1(tmp_path):
     assert result.output.count("done    i-") == 2 and result.output.count("pending i-0-") == 1
 
 
-def test_library_packages_do_not_import_the_experiment_app():
-    pkg = REPO / "jaxclust"
-    offenders = [
-        str(p.relative_to(REPO))
-        for p in pkg.rglob("*.py")
-        if "experiment" not in p.relative_to(pkg).parts[:1]
-        and p.name != "cli.py"
-        and ("jaxclust.apps.experiment" in p.read_text() or "from jaxclust.apps import experiment" in p.read_text())
-    ]
-    assert offenders == []
-
-
 def test_ray_grid_on_a_local_instance(tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'jaxclust[ray]'); CI installs it")
     cfg, out = slow_config(tmp_path, 5), tmp_path / "out"
