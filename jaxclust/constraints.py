@@ -10,8 +10,8 @@ with error rate ``0 < eps <= 1/2`` is an observation: ``p(must | z_i = z_j) = 1 
 ``p(must | z_i != z_j) = eps`` (cannot: the reverse). It neither joins groups nor forbids anything; the posterior
 gains the factor ``prod_answers p(a | z)``. Lifted to groups ``g != h``, the answers on a pair add up to one
 log-weight ``w_gh = sum_a s_a ln((1 - eps_a) / eps_a)`` (``s = +1`` for must, ``-1`` for cannot), so that
-``ln p(A | z) = const + sum_{g < h} w_gh 1[z_g = z_h]`` (``const`` = :attr:`log_answer_constant`).
-:meth:`partner_table` carries these weights in the same padded table as the cannot-links (which weigh
+``ln p(A | z) = const + sum_{g < h} w_gh 1[z_g = z_h]`` (``const`` = :attr:`Constraints.log_answer_constant`).
+:meth:`Constraints.partner_table` carries these weights in the same padded table as the cannot-links (which weigh
 ``-inf``): with ``eps = 0`` an answer is a hard constraint, exactly as before.
 
 Example
@@ -120,6 +120,8 @@ class Constraints:
         is wrong with this probability (see the module docstring); use :meth:`from_answers` or
         :meth:`with_answer` for a rate per answer.
 
+    Notes
+    -----
     Malformed input (an index out of range, a non-integer index, a self cannot-link) always raises
     :class:`~jaxclust.errors.ConstraintError`. Exact duplicates of hard constraints are kept once; every soft
     answer is kept (repeated or conflicting answers are evidence).

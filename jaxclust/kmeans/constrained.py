@@ -241,13 +241,17 @@ def pck_kmeans(key, X, centers, points, ml, cl, w, w_bar, tol=0.0, max_iter=300)
     Parameters
     ----------
     key : PRNG key (visiting order of constrained items).
-    X : (n, d) ; centers : (k, d) initial centres.
-    points : (m,) int32 constrained items (-1 padding); ml, cl : (m, cap) int32 their must-/cannot-link
-    partners
-        (item indices, -1 padding), from :func:`pack_point_constraints`.
+    X : (n, d) float array
+    centers : (k, d) initial centres.
+    points : (m,) int32 constrained items (-1 padding).
+    ml, cl : (m, cap) int32
+        Their must-/cannot-link partners (item indices, -1 padding), from :func:`pack_point_constraints`.
     w, w_bar : scalars, must-link and cannot-link violation costs.
-    tol : absolute tolerance on Σ‖Δc‖² ; max_iter : int (static).
+    tol : absolute tolerance on Σ‖Δc‖².
+    max_iter : int (static)
 
+    Notes
+    -----
     Empty clusters are re-seeded from the farthest points exactly as in :func:`jaxclust.kmeans.lloyd`, so
     with ``w = w_bar = 0`` the two agree.
     """
@@ -396,7 +400,7 @@ class COPKMeans(_ConstrainedBase):
     """COP-KMeans: k-means whose classify step never violates a must-link or cannot-link constraint.
 
     Fit with ``fit(X, constraints)`` (positional or by name, no ``y``: the convention of every constrained
-    jaxclust estimator, see :class:`_ConstrainedBase`).
+    jaxclust estimator, see ``_ConstrainedBase``).
 
     Parameters
     ----------
@@ -475,7 +479,7 @@ class PCKMeans(_ConstrainedBase):
     """PCKMeans (Basu et al. 2004): k-means plus a cost w per broken must-link, w_bar per broken cannot-link.
 
     Fit with ``fit(X, constraints)`` (positional or by name, no ``y``: the convention of every constrained
-    jaxclust estimator, see :class:`_ConstrainedBase`).
+    jaxclust estimator, see ``_ConstrainedBase``).
 
     Parameters
     ----------

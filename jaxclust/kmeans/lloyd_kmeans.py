@@ -253,17 +253,17 @@ def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None) -> KMeans
     max_iter : int (static)
     chunk : int or None (static), rows per distance block; default from :func:`chunk_size`.
     n_valid : scalar or None (traced), only the first ``n_valid`` rows are data (the rest is padding that lets
-    one
-        compilation serve several sizes); default all.
+        one compilation serve several sizes); default all.
 
     Returns
     -------
     KMeansResult
         Final labels are those of the final centres (a last classify step is run unless the labels were
-        stable),
-        and ``inertia`` is recomputed exactly as Σ ‖x_i - c_{l_i}‖², as scikit-learn does.
+        stable), and ``inertia`` is recomputed exactly as Σ ‖x_i - c_{l_i}‖², as scikit-learn does.
 
-    With several CPU host devices the chunks of points are split over them (see :func:`_lloyd_mesh`); the
+    Notes
+    -----
+    With several CPU host devices the chunks of points are split over them (see ``_lloyd_mesh``); the
     clustering is the same, centres and inertia may differ from one device's in the last bits.
     """
     split = _can_split(X.shape[0] * X.shape[1] * centers.shape[0], X, centers, tol, n_valid)

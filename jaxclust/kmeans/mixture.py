@@ -210,9 +210,11 @@ def soft_kmeans(X, centers, beta=1.0, tol=1e-8, max_iter: int = 100) -> SoftKMea
 
     Parameters
     ----------
-    X : (n, d) ; centers : (k, d) initial centres ; beta : stiffness (traced) ; tol : stop when the trace
-    changes
-    by less than ``tol`` ; max_iter : int (static).
+    X : (n, d) float array
+    centers : (k, d) initial centres.
+    beta : stiffness (traced).
+    tol : stop when the trace changes by less than ``tol``.
+    max_iter : int (static)
     """
     k = centers.shape[0]
     beta = jnp.asarray(beta, X.dtype)
@@ -283,8 +285,7 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
     n_init : int, default 1, EM restarts under vmap; the highest final log-likelihood is kept.
     init_params : {"kmeans", "random"}, default "kmeans"
     weights_init, means_init : arrays or None; when both ``means_init`` and ``precisions_init`` are given the
-    run
-        starts from them (scikit-learn's precisions convention: inverse covariances). Giving only some of the
+        run starts from them (scikit-learn's precisions convention: inverse covariances). Giving only some of the
         three raises ``InvalidInputError`` (they are never silently ignored).
     precisions_init : array or None
         Symmetric positive definite (full), positive (diag, spherical).
