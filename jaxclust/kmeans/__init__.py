@@ -19,67 +19,16 @@ are kept as compatibility aliases of the modules above.
 
 from __future__ import annotations
 
+from jaxclust.kmeans import constrained, lloyd_kmeans, mixture, query_baselines
 from jaxclust.kmeans.common import bucket_rows
-from jaxclust.kmeans.constrained import COPKMeans, COPResult, PCKMeans, PCKResult, cop_kmeans, pck_kmeans
-from jaxclust.kmeans.lloyd_kmeans import (
-    KMeans,
-    KMeansResult,
-    assign,
-    chunk_size,
-    kmeans,
-    kmeans_plusplus,
-    lloyd,
-)
-from jaxclust.kmeans.mixture import (
-    EMResult,
-    GaussianMixture,
-    GMMParams,
-    SoftKMeansResult,
-    e_step,
-    em,
-    log_gaussian,
-    m_step,
-    soft_kmeans,
-)
-from jaxclust.kmeans.query_baselines import (
-    NPU,
-    ExploreConsolidate,
-    MinMax,
-    closure_constraints,
-    constraints_from_queries,
-)
+from jaxclust.kmeans.constrained import *  # noqa: F403
+from jaxclust.kmeans.lloyd_kmeans import *  # noqa: F403
+from jaxclust.kmeans.mixture import *  # noqa: F403
+from jaxclust.kmeans.query_baselines import *  # noqa: F403
 
-__all__ = [
-    # k-means (Lloyd)
-    "KMeansResult",
-    "kmeans_plusplus",
-    "lloyd",
-    "kmeans",
-    "assign",
-    "chunk_size",
-    "bucket_rows",
-    "KMeans",
-    # constrained k-means
-    "COPResult",
-    "cop_kmeans",
-    "PCKResult",
-    "pck_kmeans",
-    "COPKMeans",
-    "PCKMeans",
-    # EM mixtures
-    "GMMParams",
-    "EMResult",
-    "log_gaussian",
-    "e_step",
-    "m_step",
-    "em",
-    "SoftKMeansResult",
-    "soft_kmeans",
-    "GaussianMixture",
-    # active-query baselines
-    "ExploreConsolidate",
-    "MinMax",
-    "NPU",
-    "constraints_from_queries",
-    "closure_constraints",
-]
+# every public name of the modules (their __all__), and bucket_rows from the shared helpers
+__all__ = ["bucket_rows"]
+__all__ += lloyd_kmeans.__all__
+__all__ += constrained.__all__
+__all__ += mixture.__all__
+__all__ += query_baselines.__all__

@@ -37,17 +37,7 @@ from jax import lax
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from jaxclust.errors import InfeasibleConstraintsError
-from jaxclust.kmeans.common import (
-    bucket_rows,
-    check_params,
-    check_X,
-    estimate_centers,
-    relocate_empty,
-    scale_exponent,
-    scaled_centres,
-    unscale_sq,
-    x64_for,
-)
+from jaxclust.kmeans import common
 from jaxclust.kmeans.lloyd_kmeans import assign, kmeans_plusplus
 from jaxclust.validation import check_fitted, check_float, check_int, prng_key
 
@@ -66,7 +56,7 @@ def _means(X, labels, centers, k):
     ok = labels >= 0
     sums = jax.ops.segment_sum(jnp.where(ok[:, None], X, 0.0), jnp.where(ok, labels, 0), num_segments=k)
     counts = jax.ops.segment_sum(ok.astype(X.dtype), jnp.where(ok, labels, 0), num_segments=k)
-    return estimate_centers(centers, sums, counts)
+    return common.estimate_centers(centers, sums, counts)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -271,8 +261,8 @@ def pck_kmeans(key, X, centers, points, ml, cl, w, w_bar, tol=0.0, max_iter=300)
         dist = jnp.sum(diff * diff, axis=1)
         sums = jax.ops.segment_sum(X, z, num_segments=k)
         counts = jax.ops.segment_sum(jnp.ones((n,), X.dtype), z, num_segments=k)
-        sums, counts = relocate_empty(X, z, dist, sums, counts)
-        new = estimate_centers(c, sums, counts)
+        sums, counts = common.relocate_empty(X, z, dist, sums, counts)
+        new = common.estimate_centers(c, sums, counts)
         strict = jnp.all(z == z_old)
         return (new, z, it + 1, strict, strict | (jnp.sum((new - c) ** 2) <= tol))
 
@@ -368,10 +358,10 @@ class _ConstrainedBase(ClusterMixin, BaseEstimator):
     def predict(self, X):
         """Closest fitted centre (constraints concern the training items only)."""
         check_fitted(self, "cluster_centers_", "predict")
-        X = check_X(self, X, reset=False)
-        Xs, C, _ = scaled_centres(X, self.cluster_centers_)
-        with x64_for(X):
-            labels, _ = assign(jnp.asarray(bucket_rows(Xs)), jnp.asarray(C))
+        X = common.check_X(self, X, reset=False)
+        Xs, C, _ = common.scaled_centres(X, self.cluster_centers_)
+        with common.x64_for(X):
+            labels, _ = assign(jnp.asarray(common.bucket_rows(Xs)), jnp.asarray(C))
             return np.asarray(labels[: X.shape[0]], dtype=np.int32)
 
     def fit_predict(self, X, constraints=None):
@@ -381,11 +371,11 @@ class _ConstrainedBase(ClusterMixin, BaseEstimator):
     def _prepare(self, X, constraints):
         """Validated X, the data the core sees (scaled by 2**-p when its magnitude needs it, then centred),
         the centring mean, the absolute tolerance, the constraints and p."""
-        X = check_X(self, X, reset=True)
+        X = common.check_X(self, X, reset=True)
         n = X.shape[0]
-        check_params(self.n_clusters, self.n_init, self.max_iter, self.tol, n, cls=type(self).__name__)
+        common.check_params(self.n_clusters, self.n_init, self.max_iter, self.tol, n, cls=type(self).__name__)
         c = _check_constraints(constraints, n, type(self).__name__)
-        p = scale_exponent(X.dtype, X)
+        p = common.scale_exponent(X.dtype, X)
         Xs = np.ldexp(X, -p).astype(X.dtype) if p else X
         mean = Xs.mean(axis=0)
         tol = float(np.mean(np.var(Xs, axis=0)) * self.tol) if self.tol else 0.0
@@ -443,7 +433,7 @@ class COPKMeans(_ConstrainedBase):
         # Rows padded to n and capacity to a power of two (>= 8): refits with other constraint sets reuse the
         # compile.
         partners = c.cannot_partners(capacity=_pow2(max(c.max_degree, 8)), n_rows=X.shape[0])
-        with x64_for(X):
+        with common.x64_for(X):
             runs = _cop_restarts(
                 prng_key(self.random_state),
                 jnp.asarray(Xc),
@@ -469,7 +459,7 @@ class COPKMeans(_ConstrainedBase):
         best = int(np.argmin(np.where(runs.failed, np.inf, runs.inertia)))
         self._set_centres(runs.centers[best], mean, p, X.dtype)
         self.labels_ = np.asarray(runs.labels[best], dtype=np.int32)
-        self.inertia_ = unscale_sq(runs.inertia[best], p, "COPKMeans: the inertia", X)
+        self.inertia_ = common.unscale_sq(runs.inertia[best], p, "COPKMeans: the inertia", X)
         self.n_iter_ = int(runs.n_iter[best])
         self.n_failed_restarts_ = int(runs.failed.sum())
         return self
@@ -537,7 +527,7 @@ class PCKMeans(_ConstrainedBase):
         # costs are in units of ½‖x - μ‖²: on data scaled by 2**-p they scale by 4**-p
         w_s, w_bar_s = (math.ldexp(w, -2 * p), math.ldexp(w_bar, -2 * p)) if p else (w, w_bar)
         points, ml, cl = pack_point_constraints(c, X.shape[0], capacity=capacity)
-        with x64_for(X):
+        with common.x64_for(X):
             runs = _pck_restarts(
                 prng_key(self.random_state),
                 jnp.asarray(Xc),
@@ -555,7 +545,7 @@ class PCKMeans(_ConstrainedBase):
         best = int(np.argmin(runs.objective))
         self._set_centres(runs.centers[best], mean, p, X.dtype)
         self.labels_ = np.asarray(runs.labels[best], dtype=np.int32)
-        self.inertia_ = unscale_sq(runs.inertia[best], p, "PCKMeans: the inertia", X)
-        self.objective_ = unscale_sq(runs.objective[best], p, "PCKMeans: the objective", X)
+        self.inertia_ = common.unscale_sq(runs.inertia[best], p, "PCKMeans: the inertia", X)
+        self.objective_ = common.unscale_sq(runs.objective[best], p, "PCKMeans: the objective", X)
         self.n_iter_ = int(runs.n_iter[best])
         return self
