@@ -2,7 +2,7 @@
 
 COP-KMeans and PCKMeans (``jaxclust.kmeans``), each fed the constraints chosen by Explore-and-Consolidate,
 MinMax
-and NPU (``jaxclust.query_baselines``), on the same verb sets, preprocessing (NMF to 35 dimensions,
+and NPU (``jaxclust.kmeans.query_baselines``), on the same verb sets, preprocessing (NMF to 35 dimensions,
 standardised),
 gold oracle, question budget and metrics as ``experiments/active_dpmm.py``. The number of clusters is the
 number
