@@ -219,12 +219,49 @@ def test_library_modules_never_import_the_apps(module):
     assert offenders == [], f"{module} imports an application module"
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_attribute_uses(module: str, source: str | None = None) -> list[tuple[str, str, int]]:
+    """``(other module, name, line)`` for each ``m._name`` where ``m`` is another jaxclust module imported here
+    (``import jaxclust.a.b as m``, ``from jaxclust.a import b``)."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8") if source is None else source)
+    local: dict[str, str] = {}
+    for node in _import_nodes(tree):
+        if isinstance(node, ast.Import):
+            local.update({a.asname: a.name for a in node.names if a.asname and a.name in MODULES})
+        elif node.module and node.module.startswith("jaxclust"):
+            for a in node.names:
+                if f"{node.module}.{a.name}" in MODULES:
+                    local[a.asname or a.name] = f"{node.module}.{a.name}"
+    return [
+        (local[node.value.id], node.attr, node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in local
+        and local[node.value.id] != module
+        and _private(node.attr)
+    ]
+
+
+def test_private_attribute_uses_are_found():
+    source = "import jaxclust.kmeans.lloyd_kmeans as km\nfrom jaxclust import errors\nkm._can_split = errors._x\n"
+    assert private_attribute_uses("jaxclust.kmeans", source) == [
+        ("jaxclust.kmeans.lloyd_kmeans", "_can_split", 3),
+        ("jaxclust.errors", "_x", 3),
+    ]
+
+
 def test_no_private_names_imported_across_modules():
     found = {}
     for module in MODULES:
         for target, name, line in imports_of(module):
-            if name and name.startswith("_") and not name.startswith("__"):
+            if name and _private(name):
                 found[(module, target, name)] = line
+        for target, name, line in private_attribute_uses(module):
+            found[(module, target, name)] = line
     unexpected = [
         f"{m}:{line} imports {n} from {t}"
         for (m, t, n), line in found.items()
