@@ -129,8 +129,8 @@ def bench_selection(sizes) -> list[dict]:
 def bench_round() -> dict:
     from jaxclust.active import GoldOracle
     from jaxclust.active.entropy import top_entropy_pairs
+    from jaxclust.apps.demo import load_wine_standardised
     from jaxclust.constraints import Constraints
-    from jaxclust.demo import load_wine_standardised
     from jaxclust.dpmm import DPMM
 
     X, y = load_wine_standardised()

@@ -71,7 +71,7 @@ def _faiss_lloyd(X, init, iters):
 @contextlib.contextmanager
 def _one_device():
     """Keep jaxclust's Lloyd on one device even when several host devices exist (benchmark A/B only)."""
-    import jaxclust.kmeans as km
+    import jaxclust.kmeans.lloyd_kmeans as km
 
     saved = km._can_split
     km._can_split = lambda *args: False
@@ -172,7 +172,7 @@ def bench_full_fit(n, d, k, dtype, repeats):
 
 
 def bench_em(n, d, k, cov, iters, repeats):
-    from jaxclust.mixture import GaussianMixture
+    from jaxclust.kmeans.mixture import GaussianMixture
 
     X, init = _data(n, d, k, np.float64, seed=2)
     prec = {"full": np.tile(np.eye(d), (k, 1, 1)), "diag": np.ones((k, d)), "spherical": np.ones(k)}[cov]

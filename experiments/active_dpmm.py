@@ -242,7 +242,7 @@ def setup(
 def run_set(name: str, args, echo=print) -> dict:
     from sklearn.base import clone
 
-    from jaxclust.demo import plot_curves, run_curves
+    from jaxclust.apps.demo import plot_curves, run_curves
 
     out = Path(args.out)
     X, y, desc, model, scale, selection = setup(
@@ -325,7 +325,7 @@ def curve_summary(runs: list[dict]) -> dict:
     runs), active's final V-beta and how many active questions reach random's final V-beta. Works on any subset
     of the curves (a partial grid): what cannot be computed is None.
     """
-    from jaxclust.demo import queries_to_reach
+    from jaxclust.apps.demo import queries_to_reach
 
     random_runs = [r for r in runs if r["strategy"] == "random"]
     active = [r for r in runs if r["strategy"] == "batch"]
@@ -410,7 +410,7 @@ def run_one(
     """
     from sklearn.base import clone
 
-    from jaxclust.demo import run_curves
+    from jaxclust.apps.demo import run_curves
     from jaxclust.errors import InvalidInputError
 
     if dataset not in SETS:
@@ -491,7 +491,7 @@ def summarize(records: list[dict], out_dir) -> dict:
     layout (``{"meta", "runs", "summary"}``), with :func:`curve_summary`'s headline numbers."""
     import hashlib
 
-    from jaxclust.demo import plot_curves
+    from jaxclust.apps.demo import plot_curves
 
     out_dir = Path(out_dir)
     groups: dict[str, list[dict]] = {}

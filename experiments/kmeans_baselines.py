@@ -2,7 +2,7 @@
 
 COP-KMeans and PCKMeans (``jaxclust.kmeans``), each fed the constraints chosen by Explore-and-Consolidate,
 MinMax
-and NPU (``jaxclust.query_baselines``), on the same verb sets, preprocessing (NMF to 35 dimensions,
+and NPU (``jaxclust.kmeans.query_baselines``), on the same verb sets, preprocessing (NMF to 35 dimensions,
 standardised),
 gold oracle, question budget and metrics as ``experiments/active_dpmm.py``. The number of clusters is the
 number
@@ -52,7 +52,7 @@ def evaluate(X, y, k, constraints, seed, n_init):
     from jaxclust.active.learner import score_samples
     from jaxclust.errors import InfeasibleConstraintsError
     from jaxclust.kmeans import COPKMeans, PCKMeans
-    from jaxclust.query_baselines import closure_constraints
+    from jaxclust.kmeans.query_baselines import closure_constraints
 
     out = {}
     try:
@@ -80,7 +80,7 @@ def strategy_runs(X, y, strategy, budget, step, n_init, n_estimators, seed, echo
     """One query strategy's questions (asked once, up to ``budget``) and the COP-KMeans and PCKMeans curves on
     their first b answers, b = 0, step, ..., budget: two runs of the results layout."""
     from jaxclust.active.oracles import GoldOracle
-    from jaxclust.query_baselines import NPU, ExploreConsolidate, MinMax, constraints_from_queries
+    from jaxclust.kmeans.query_baselines import NPU, ExploreConsolidate, MinMax, constraints_from_queries
 
     n, k = X.shape[0], len(np.unique(y))
     sel = {

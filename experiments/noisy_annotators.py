@@ -42,13 +42,13 @@ def error_rate(mode: str, flip_rate: float) -> float:
 def load(dataset: str, data_seed: int = 0, data_dir=None):
     """Features, labels and the DPMM prior (None: the default) of a data set."""
     if dataset == "wine":
-        from jaxclust.demo import load_wine_standardised
+        from jaxclust.apps.demo import load_wine_standardised
 
         X, y = load_wine_standardised()
         return X, y, None
     if dataset == "general":
+        from jaxclust.apps.experiment.registry import load_target
         from jaxclust.dpmm import NormalGamma
-        from jaxclust.experiment.registry import load_target
 
         load_set = load_target("@experiments/active_dpmm.py:load_set")
         preprocess = load_target("@experiments/active_dpmm.py:preprocess")
@@ -143,7 +143,7 @@ def summarize(records: list[dict], out_dir) -> dict:
     """V-beta curves per (data set, flip rate), and a table of final V-beta and the active - random gain."""
     from matplotlib.figure import Figure
 
-    from jaxclust.demo import plot_curves
+    from jaxclust.apps.demo import plot_curves
 
     out_dir = Path(out_dir)
     by_panel: dict[tuple, list[dict]] = {}

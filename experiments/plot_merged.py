@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from jaxclust.demo import plot_curves
+from jaxclust.apps.demo import plot_curves
 
 
 def main(argv=None) -> None:

@@ -26,7 +26,7 @@ _LAZY: dict[str, str] = {
     "KMeans": "jaxclust.kmeans",
     "COPKMeans": "jaxclust.kmeans",
     "PCKMeans": "jaxclust.kmeans",
-    "GaussianMixture": "jaxclust.mixture",
+    "GaussianMixture": "jaxclust.kmeans",
     "ITML": "jaxclust.icc",
     "ConstrainedAgglomerative": "jaxclust.icc",
     "ICC": "jaxclust.icc",

@@ -1,81 +1,12 @@
-"""The ``jaxclust`` command line (typer). Subcommands live beside the code they drive."""
+"""Compatibility alias of :mod:`jaxclust.apps.cli`, where this module's code now lives.
 
-from __future__ import annotations
+Kept so that code written for the old layout (``from jaxclust.cli import ...``) keeps working.
+It re-exports the public names (``__all__``) of :mod:`jaxclust.apps.cli` and holds no code;
+new code imports from there. The console script ``jaxclust`` is ``jaxclust.apps.cli:app``.
+"""
 
-import typer
+from jaxclust.apps.cli import *  # noqa: F403
+from jaxclust.apps.cli import __all__  # noqa: F401
 
-from jaxclust._cli import OneLineErrors
-
-app = typer.Typer(
-    cls=OneLineErrors,  # a bad option or file: one line on stderr, exit code 2
-    name="jaxclust",
-    help="Clustering with a little supervision: constrained/active DPMM, L3M, k-means/EM, ICC.",
-    no_args_is_help=True,
-    add_completion=False,
-)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        import jaxclust
-
-        typer.echo(f"jaxclust {jaxclust.__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
-    ),
-) -> None:
-    """Clustering with a little supervision: constrained/active DPMM, L3M, k-means/EM, ICC."""
-
-
-# distributions whose versions `jaxclust info` prints: the numerical stack jaxclust is built on
-STACK = ("jax", "jaxlib", "numpyro", "optax", "equinox", "numpy", "scipy", "scikit-learn", "matplotlib")
-
-
-@app.command()
-def info() -> None:
-    """Print the versions of jaxclust and its numerical stack, and the JAX devices in use."""
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
-    import jax
-
-    import jaxclust
-
-    typer.echo(f"jaxclust {jaxclust.__version__} (Python {platform.python_version()})")
-    for name in STACK:
-        try:
-            typer.echo(f"  {name:<13} {version(name)}")
-        except PackageNotFoundError:
-            typer.echo(f"  {name:<13} not installed")
-    devices = jax.devices()
-    typer.echo(f"backend {jax.default_backend()}; {len(devices)} device(s):")
-    for d in devices:
-        kind = "" if d.device_kind.lower() == d.platform else f" ({d.device_kind})"
-        typer.echo(f"  {d.platform}:{d.id}{kind}")
-
-
-def _register() -> None:
-    # Commands live beside the code they drive; importing these modules is cheap (no JAX until a command runs).
-    from jaxclust.cli_active import annotate, demo
-
-    app.command(help=demo.__doc__)(demo)
-    app.command(help=annotate.__doc__)(annotate)
-    from jaxclust.experiment.cli import app as experiment_app
-
-    app.add_typer(experiment_app, name="experiment")
-
-
-_register()
-
-
-def main() -> None:  # pragma: no cover - console entry
-    app()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
+if __name__ == "__main__":  # ``python -m jaxclust.cli``, as before
+    main()  # noqa: F405

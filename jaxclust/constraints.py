@@ -10,8 +10,8 @@ with error rate ``0 < eps <= 1/2`` is an observation: ``p(must | z_i = z_j) = 1 
 ``p(must | z_i != z_j) = eps`` (cannot: the reverse). It neither joins groups nor forbids anything; the posterior
 gains the factor ``prod_answers p(a | z)``. Lifted to groups ``g != h``, the answers on a pair add up to one
 log-weight ``w_gh = sum_a s_a ln((1 - eps_a) / eps_a)`` (``s = +1`` for must, ``-1`` for cannot), so that
-``ln p(A | z) = const + sum_{g < h} w_gh 1[z_g = z_h]`` (``const`` = :attr:`log_answer_constant`).
-:meth:`partner_table` carries these weights in the same padded table as the cannot-links (which weigh
+``ln p(A | z) = const + sum_{g < h} w_gh 1[z_g = z_h]`` (``const`` = :attr:`Constraints.log_answer_constant`).
+:meth:`Constraints.partner_table` carries these weights in the same padded table as the cannot-links (which weigh
 ``-inf``): with ``eps = 0`` an answer is a hard constraint, exactly as before.
 
 Example
@@ -85,8 +85,18 @@ def _error_rate(value: Any, name: str, allow_zero: bool = True) -> float:
     return eps
 
 
-def _next_pow2(x: int) -> int:
+def next_pow2(x: int) -> int:
+    """The smallest power of two >= ``x`` (1 for ``x <= 1``): the capacity of padded partner tables.
+
+    Public within the package (``jaxclust.active`` and ``jaxclust.dpmm`` size their tables with it); not part of
+    ``__all__``.
+    """
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
+
+
+# The old private name, still imported by jaxclust.dpmm.gibbs (left alone while the DPMM sampler is being
+# reworked on another branch); that import moves to ``next_pow2`` and this alias goes when it lands.
+_next_pow2 = next_pow2
 
 
 class Constraints:
@@ -110,6 +120,8 @@ class Constraints:
         is wrong with this probability (see the module docstring); use :meth:`from_answers` or
         :meth:`with_answer` for a rate per answer.
 
+    Notes
+    -----
     Malformed input (an index out of range, a non-integer index, a self cannot-link) always raises
     :class:`~jaxclust.errors.ConstraintError`. Exact duplicates of hard constraints are kept once; every soft
     answer is kept (repeated or conflicting answers are evidence).
@@ -518,7 +530,7 @@ class Constraints:
         rows = G if n_rows is None else int(n_rows)
         if rows < G:
             raise InvalidInputError(f"n_rows: {rows} is fewer than the {G} groups")
-        cap = _next_pow2(max(self.max_degree, 1)) if capacity is None else int(capacity)
+        cap = next_pow2(max(self.max_degree, 1)) if capacity is None else int(capacity)
         if cap < self.max_degree:
             raise InvalidInputError(
                 f"capacity: {cap} is below the largest number of cannot-link partners of one group "
@@ -552,7 +564,7 @@ class Constraints:
         if rows < G:
             raise InvalidInputError(f"n_rows: {rows} is fewer than the {G} groups")
         deg = self.max_partner_degree
-        cap = _next_pow2(max(deg, 1)) if capacity is None else int(capacity)
+        cap = next_pow2(max(deg, 1)) if capacity is None else int(capacity)
         if cap < deg:
             raise InvalidInputError(
                 f"capacity: {cap} is below the largest number of partners (cannot-links and answers) of one "

@@ -3,7 +3,7 @@
 ``except JaxclustError`` catches every error jaxclust raises on purpose. The classes also derive from the
 built-in class that scikit-learn (and Python) would use for the same problem, so existing handlers keep working:
 bad input is a ``ValueError`` (and a ``TypeError`` where the type is wrong), a missing data set a
-``FileNotFoundError``, and :class:`NotFittedError` is scikit-learn's ``NotFittedError`` (itself a
+``FileNotFoundError``, and :class:`~jaxclust.errors.NotFittedError` is scikit-learn's ``NotFittedError`` (itself a
 ``ValueError`` and an ``AttributeError``), so scikit-learn's estimator checks accept it.
 """
 

@@ -7,6 +7,7 @@ Every check raises :class:`jaxclust.errors.InvalidInputError` with a message tha
 from __future__ import annotations
 
 import numbers
+import sys
 from typing import Any
 
 import numpy as np
@@ -261,9 +262,10 @@ def looks_like_constraints(obj: Any) -> bool:
     """
     from collections.abc import Mapping
 
-    from jaxclust.constraints import Constraints
-
-    if isinstance(obj, Constraints):
+    # No import of jaxclust.constraints here (it imports this module): a Constraints object can only exist once
+    # that module has been imported, so look it up where the import system keeps it.
+    constraints_module = sys.modules.get("jaxclust.constraints")
+    if constraints_module is not None and isinstance(obj, constraints_module.Constraints):
         return True
     if isinstance(obj, Mapping):
         return any(k in obj for k in _CONSTRAINT_KEYS)

@@ -38,7 +38,6 @@ from jaxclust.active import (
     top_entropy_pairs,
 )
 from jaxclust.active.oracles import ask
-from jaxclust.constrained_kmeans import COPKMeans, PCKMeans
 from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.dpmm import DPMM, NormalGamma
 from jaxclust.errors import (
@@ -55,10 +54,11 @@ from jaxclust.errors import (
 from jaxclust.icc import ICC, ITML, ConstrainedAgglomerative, propagate_labels, silh_const_scores
 from jaxclust.icc import cluster_and_label as CAL
 from jaxclust.kmeans import KMeans
+from jaxclust.kmeans.constrained import COPKMeans, PCKMeans
+from jaxclust.kmeans.mixture import GaussianMixture
+from jaxclust.kmeans.query_baselines import NPU, ExploreConsolidate, MinMax, constraints_from_queries
 from jaxclust.l3m import L3M
 from jaxclust.metrics import jax_partition as JP
-from jaxclust.mixture import GaussianMixture
-from jaxclust.query_baselines import NPU, ExploreConsolidate, MinMax, constraints_from_queries
 
 # two well separated blobs of 6 points: rows 0-5 near (0, 0), rows 6-11 near (5, 5)
 X = np.vstack([np.zeros((6, 2)), np.full((6, 2), 5.0)]) + np.random.default_rng(0).normal(0.0, 0.3, (12, 2))

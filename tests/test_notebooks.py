@@ -1,5 +1,6 @@
 """Every notebook in notebooks/ runs top to bottom on CPU (executed with nbclient, cwd = notebooks/), shows
-the figures it makes, and prints no progress-bar warning.
+the figures it makes, and prints no progress-bar warning; each is derived from its jupytext source
+(``notebooks/<name>.py``, percent format) and in sync with it, and starts with the Colab setup cells.
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+COLAB = "https://colab.research.google.com/github/jaxclust/jaxclust/blob/main/notebooks/{}.ipynb"
 
 # a call that makes a new figure: pyplot's constructors, a bare Figure, jaxclust's plotting helpers
 FIGURE_CALL = re.compile(r"\b(?:plt\.(?:subplots|figure)|Figure|plot_curves)\(")
@@ -39,6 +42,47 @@ def test_figure_calls_are_counted():
         ]
     )
     assert count_figure_calls(nb) == 3
+
+
+def cells(nb) -> list[tuple[str, str]]:
+    return [(c.cell_type, c.source) for c in nb.cells]
+
+
+def test_every_notebook_has_its_source():
+    sources = {p.stem for p in (REPO / "notebooks").glob("*.py")}
+    assert len(NOTEBOOKS) >= 6
+    assert {p.stem for p in NOTEBOOKS} == sources
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_is_in_sync_with_its_source(path: Path):
+    """The .ipynb holds exactly the cells of its .py source (edit the .py, then ``jupytext --sync`` it)."""
+    jupytext = pytest.importorskip("jupytext", reason="jupytext is not installed (the dev extra installs it)")
+    nbformat = pytest.importorskip("nbformat")
+    source = jupytext.read(path.with_suffix(".py"))
+    derived = nbformat.read(path, as_version=4)
+    assert cells(derived) == cells(source), (
+        f"{path.name} is out of sync with {path.stem}.py: run `jupytext --sync notebooks/{path.stem}.py`"
+    )
+    assert not [c for c in derived.cells if c.get("outputs")], f"{path.name}: outputs are not committed"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_starts_with_the_colab_setup(path: Path):
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(path, as_version=4)
+    note, install = nb.cells[0], nb.cells[1]
+    assert note.cell_type == "markdown" and note.source.startswith("# ")
+    assert "GPU" in note.source and COLAB.format(path.stem) in note.source
+    assert install.cell_type == "code"
+    assert 'find_spec("jaxclust") is None' in install.source and '"pip", "install"' in install.source
+    assert not [c for c in nb.cells[2:] if c.cell_type == "code" and "pip" in c.source]
+
+
+def test_readme_has_a_colab_badge_for_each_notebook():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    missing = [p.name for p in NOTEBOOKS if f"]({COLAB.format(p.stem)})" not in readme]
+    assert missing == [], "no Open in Colab badge in the README"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import jaxclust
-from jaxclust.cli import app
+from jaxclust.apps.cli import app
 
 
 @pytest.mark.parametrize("name", sorted(jaxclust._LAZY))

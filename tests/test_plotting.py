@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from jaxclust.demo import plot_curves
+from jaxclust.apps.demo import METRIC_LABELS, plot_curves
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKEND_SWITCH = re.compile(r"\bmatplotlib\.use\(|\bswitch_backend\(|\buse\(\s*['\"]agg['\"]", re.IGNORECASE)
@@ -61,10 +61,10 @@ def test_plot_curves_returns_a_figure_and_leaves_the_backend_alone(monkeypatch):
         plt.get_fignums() == open_before
     )  # not registered with pyplot: nothing to close, nothing shown twice
     ax_v, ax_h = fig.axes
-    assert ax_v.get_ylabel() == "v_beta" and ax_h.get_ylabel() == "homogeneity"
+    assert ax_v.get_ylabel() == METRIC_LABELS["v_beta"] and ax_h.get_ylabel() == METRIC_LABELS["homogeneity"]
     lines = {line.get_label(): line for line in ax_v.get_lines()}
-    assert set(lines) == {"active", "random (x2)"}
-    np.testing.assert_allclose(lines["random (x2)"].get_ydata(), [0.5, 0.5, 0.7])  # repeats averaged
+    assert set(lines) == {"active", "random (mean of 2, band: range)"}
+    np.testing.assert_allclose(lines["random (mean of 2, band: range)"].get_ydata(), [0.5, 0.5, 0.7])  # averaged
     np.testing.assert_allclose(lines["active"].get_xdata(), [0, 5, 10])
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from jax import lax
 from jax.scipy.special import entr
 
-from jaxclust.constraints import _next_pow2
+from jaxclust.constraints import next_pow2
 from jaxclust.errors import InvalidInputError
 from jaxclust.validation import check_array
 
@@ -211,7 +211,7 @@ def group_arrays(constraints, n: int) -> tuple[np.ndarray, np.ndarray]:
     power of two and at least ``_MIN_PARTNERS``: a session recompiles the jitted selection only when the
     largest group degree passes 8, 16, 32, ... (at a cost of ``O(block * n * c)`` bytes for the mask).
     """
-    cap = _next_pow2(max(_MIN_PARTNERS, 0 if constraints is None else constraints.max_degree))
+    cap = next_pow2(max(_MIN_PARTNERS, 0 if constraints is None else constraints.max_degree))
     if constraints is None or len(constraints) == 0:
         return np.arange(n, dtype=np.int32), np.full((n, cap), -1, np.int32)
     group_of = np.asarray(constraints.group_of, np.int32)
@@ -294,7 +294,7 @@ def _reference_select(z, k, constraints, w, excl, block):
     group_of, partners = group_arrays(constraints, n)
     # ask for enough extra candidates to survive the host-side exclusion; pad to a power of two so k rarely
     # recompiles
-    k_dev = min(_next_pow2(k + len(excl)), n * (n - 1) // 2)
+    k_dev = min(next_pow2(k + len(excl)), n * (n - 1) // 2)
     h, r, c = _top_pairs(
         jnp.asarray(z), w, jnp.asarray(group_of), jnp.asarray(partners), k=k_dev, block=min(block, n)
     )
@@ -387,7 +387,7 @@ def _ranges(starts, lengths) -> np.ndarray:
 
 def _bucket(x: int) -> int:
     """``x`` rounded up to an eighth of its power of two (few distinct shapes, at most 12.5 % padding)."""
-    step = max(1, _next_pow2(x) // 8)
+    step = max(1, next_pow2(x) // 8)
     return -(-int(x) // step) * step
 
 
@@ -398,7 +398,7 @@ def _entropy_of_counts(counts: jax.Array, weights: jax.Array) -> jax.Array:
 
 def _entropies(counts: np.ndarray, weights: jax.Array) -> np.ndarray:
     """Float32 entropies of float32 counts, by the same jitted formula as the sweep (padded shapes)."""
-    pad = np.zeros(_next_pow2(max(len(counts), 1)), np.float32)
+    pad = np.zeros(next_pow2(max(len(counts), 1)), np.float32)
     pad[: len(counts)] = counts
     return np.asarray(_entropy_of_counts(jnp.asarray(pad), weights))[: len(counts)]
 
@@ -631,7 +631,7 @@ def _from_levels(sg, h, a, b, exhaustive, k, constraints, excl_keys):
         la, lb = a[s0:s1], b[s0:s1]
         truncated = not exhaustive and t == len(starts) - 1
         cap = s1 - s0 if truncated else _n_item_pairs(sg, la, lb)  # how many leading item pairs are certain
-        limit = min(cap, _next_pow2(need + len(excl_keys)))
+        limit = min(cap, next_pow2(need + len(excl_keys)))
         while True:
             i, j = _level_pairs(sg, la, lb, limit)
             ok = _unknown(i, j, sg.n, constraints, excl_keys)
@@ -720,7 +720,7 @@ def _select(z, k, constraints, w, excl, block, route=None, method=None):
         big = _bucket(m) * _bucket(len(sizes) + 1) * itemsize > _MATMUL_BYTES
         method = "matmul" if jax.default_backend() != "cpu" and integer and not big else "compare"
     n_sig_pairs = m * (m - 1) // 2
-    K = _next_pow2(k + len(excl_keys))
+    K = next_pow2(k + len(excl_keys))
     while True:
         K = min(K, max(n_sig_pairs, 1))
         if m < 2:

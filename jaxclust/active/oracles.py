@@ -136,6 +136,8 @@ class InteractiveOracle:
         Names and contexts are shown on one line each, cut at a word boundary to this many characters
         (default 300; None shows them whole).
 
+    Notes
+    -----
     Replies: ``y``/``yes``/``m`` (must-link), ``n``/``no``/``c`` (cannot-link), ``d``/``?``/``skip`` (don't
     know), ``q``/``quit`` (stop; raises :class:`SessionStopped`). Anything else asks again.
     """

@@ -10,7 +10,7 @@ current clustering: a 2-D projection (PCA of the features) coloured by cluster, 
 answers given, plus the V-beta curve when gold labels are given.
 
 The session is the one ``jaxclust annotate`` runs (the same reader, features, model, learner and answer store;
-see :mod:`jaxclust.annotate`): every answer is durable in the store before the next question, and a session
+see :mod:`jaxclust.apps.annotate`): every answer is durable in the store before the next question, and a session
 started here resumes exactly from the command line (``jaxclust annotate texts.txt --store answers.sqlite``)
 and back, with the same options. Close the annotator (:meth:`NotebookAnnotator.close`) before the command line
 opens its store, or use a shared store (``shared=True`` here, ``--shared`` there) to work side by side.
@@ -143,14 +143,14 @@ class NotebookAnnotator:
         max_chars: int | None = 300,
     ):
         from jaxclust.active.store import AnswerStore, check_annotator, default_annotator
-        from jaxclust.annotate import (
+        from jaxclust.apps import items as items_mod
+        from jaxclust.apps.annotate import (
             DEFAULT_BATCH_SIZE,
             DEFAULT_STOP_ENTROPY,
             DEFAULT_STRATEGY,
             default_model,
             make_learner,
         )
-        from jaxclust.apps import items as items_mod
         from jaxclust.apps.features import compute_features, session_features
 
         self._w = _widgets()

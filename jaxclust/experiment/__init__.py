@@ -1,39 +1,10 @@
-"""Experiment grids: a TOML config -> runs (data set x strategy x seed x ...), run locally or on Ray, resumable.
+"""Compatibility alias of :mod:`jaxclust.apps.experiment`, where this module's code now lives.
 
-An application, not part of the library: nothing under ``jaxclust`` imports it except the command line
-(``jaxclust experiment run CONFIG --out DIR``, ``jaxclust experiment summarize DIR``,
-``jaxclust experiment list CONFIG``).
-
-* :mod:`jaxclust.experiment.config` -- the config format, grid expansion and run ids;
-* :mod:`jaxclust.experiment.registry` -- experiment kinds (the scripts in ``experiments/``), loaded lazily;
-* :mod:`jaxclust.experiment.runner` -- local and Ray execution, one atomic JSON per run, resume;
-* :mod:`jaxclust.experiment.summary` -- the summary and figures from whatever runs exist.
-
-From Python::
-
-    from jaxclust.experiment import load_config, run_grid
-    report = run_grid("experiments/configs/verbs_general_eb.toml", "results/grid", quick=True)
+Kept so that code written for the old layout (``from jaxclust.experiment import ...``) keeps working.
+It re-exports the public names (``__all__``) of :mod:`jaxclust.apps.experiment` and holds no code;
+new code imports from there. Its submodules ``config``, ``registry``, ``runner``, ``summary``
+and ``cli`` are kept as aliases too.
 """
 
-from __future__ import annotations
-
-from jaxclust.experiment.config import ExperimentConfig, Run, load_config, parse_config, run_id
-from jaxclust.experiment.registry import KINDS, register_kind, resolve_kind
-from jaxclust.experiment.runner import GridReport, plan, run_grid
-from jaxclust.experiment.summary import load_records, summarize
-
-__all__ = [
-    "ExperimentConfig",
-    "GridReport",
-    "KINDS",
-    "Run",
-    "load_config",
-    "load_records",
-    "parse_config",
-    "plan",
-    "register_kind",
-    "resolve_kind",
-    "run_grid",
-    "run_id",
-    "summarize",
-]
+from jaxclust.apps.experiment import *  # noqa: F403
+from jaxclust.apps.experiment import __all__  # noqa: F401

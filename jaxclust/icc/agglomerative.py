@@ -165,7 +165,7 @@ def propagate_must_links(D: np.ndarray, groups: Sequence[np.ndarray], copy: bool
 
     A member ``m`` of group ``H`` gets ``D'[m, :] = E[:, H]``; the min-plus step between other points only
     visits the pairs that a cheap lower bound on the path length does not rule out (see
-    :func:`_minplus_candidates`), instead of all n^2 G / 2.
+    ``_minplus_candidates``), instead of all n^2 G / 2.
 
     Parameters
     ----------

@@ -390,6 +390,8 @@ class ITML(BaseEstimator):
             cannot_link), as every constrained jaxclust estimator takes them.
         y : (m,) array of +1 (similar) / -1 (dissimilar); omitted with constraints.
 
+        Notes
+        -----
         Similar pairs are projected before dissimilar ones in each sweep (stable order otherwise), as
         metric-learn does.
         """

@@ -224,8 +224,8 @@ class ICC(BaseEstimator):
         Parameters
         ----------
         X : (n, d) array-like or scipy sparse matrix.
-        oracle : (n,) array of gold labels (used as a simulated annotator) or a callable ``f(indices) ->
-        labels``.
+        oracle : (n,) array of gold labels (used as a simulated annotator) or a callable
+            ``f(indices) -> labels``.
         y : ignored (scikit-learn's convention); ICC asks for labels through ``oracle`` and takes no
             constraints (constraints given here raise ``ConstraintError`` rather than being dropped).
         """

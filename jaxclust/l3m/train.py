@@ -332,7 +332,7 @@ def fit_scorer(
     n_epochs, batch_size : int
     mode : "batch" (mini-batches of documents) or "item" (per-item online SGD, the seed's algorithm)
     dev_docs : list of Document, optional, for early stopping (on the dev objective unless ``score_fn`` is
-    given)
+        given)
     score_fn : callable(scorer) -> float, optional, higher is better (e.g. dev CoNLL F1)
     patience : int, epochs without dev improvement before stopping
     seed : int, shuffling seed

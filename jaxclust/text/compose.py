@@ -65,6 +65,8 @@ def context_vectors(
     mode : "add" (mean of rows) or "mul" (element-wise product of rows).
     window : context words at most this far from the target (None: all).
 
+    Notes
+    -----
     Instances without any in-space context word get a zero row.
     """
     W = _context_matrix(list(instances), space, window)

@@ -17,7 +17,7 @@ import typer
 from typer.testing import CliRunner
 
 from jaxclust.active import AnswerStore
-from jaxclust.annotate import read_items_csv
+from jaxclust.apps.annotate import read_items_csv
 from jaxclust.constraints import Constraints
 from jaxclust.errors import InvalidInputError
 
@@ -30,7 +30,7 @@ DRIVER = textwrap.dedent(
     import sys
     import numpy as np
     from sklearn.cluster import KMeans
-    from jaxclust.annotate import run_annotate
+    from jaxclust.apps.annotate import run_annotate
 
     class KMeansSamples:
         def fit(self, X, constraints=None, init_labels=None, n_burnin=None):
@@ -136,8 +136,8 @@ def test_read_items_csv_detects_name_column_and_names_bad_cells(tmp_path):
 
 
 def test_demo_quick_runs_through_the_cli(tmp_path):
-    from jaxclust.cli_active import annotate, demo
-    from jaxclust.demo import load_wine_standardised
+    from jaxclust.apps.cli_active import annotate, demo
+    from jaxclust.apps.demo import load_wine_standardised
 
     app = typer.Typer()
     app.command()(demo)
@@ -177,7 +177,7 @@ def test_annotate_cli_with_the_dpmm(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "jaxclust.cli_active",
+        "jaxclust.apps.cli_active",
         "annotate",
         str(data),
         "--store",
@@ -203,7 +203,7 @@ def test_annotate_cli_with_the_dpmm(tmp_path):
 
 
 def test_annotate_cli_reports_bad_input_in_one_line(tmp_path):
-    from jaxclust.cli_active import annotate
+    from jaxclust.apps.cli_active import annotate
 
     app = typer.Typer()
     app.command()(annotate)

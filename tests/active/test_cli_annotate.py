@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from jaxclust.active import AnswerStore
-from jaxclust.annotate import run_annotate
-from jaxclust.cli import app
+from jaxclust.apps.annotate import run_annotate
+from jaxclust.apps.cli import app
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -112,7 +112,7 @@ def test_a_bad_option_or_file_is_one_line_exit_2_and_creates_nothing(workdir, ar
 
 def test_the_installed_command_prints_one_line_and_creates_no_folder(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    for module in ("jaxclust.cli", "jaxclust.cli_active"):
+    for module in ("jaxclust.apps.cli", "jaxclust.apps.cli_active"):
         res = subprocess.run(
             [sys.executable, "-m", module, "demo", "--n-queries", "-5", "--out", str(tmp_path / "out")],
             capture_output=True,
@@ -126,7 +126,7 @@ def test_the_installed_command_prints_one_line_and_creates_no_folder(tmp_path):
 
 
 def test_python_callers_see_parameter_names(workdir):
-    from jaxclust.demo import run_demo
+    from jaxclust.apps.demo import run_demo
     from jaxclust.errors import DatasetNotFoundError, InvalidInputError, StoreError
 
     with pytest.raises(InvalidInputError, match="^n_queries: expected a positive integer, got -5"):
@@ -251,7 +251,7 @@ def test_the_dpmm_is_confident_on_three_separated_blobs(workdir):
 
 
 def test_the_readme_csv_example_is_what_annotate_reads(tmp_path):
-    from jaxclust.annotate import read_items_csv
+    from jaxclust.apps.annotate import read_items_csv
 
     readme = (REPO / "README.md").read_text()
     block = readme.split("## Annotating your own data", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
@@ -268,7 +268,7 @@ sys.path.insert(0, {here!r})
 import jaxclust.dpmm
 from _standin import StandInSampler
 jaxclust.dpmm.DPMM = lambda **kw: StandInSampler(random_state=kw["random_state"])  # no compilation
-from jaxclust.cli import app
+from jaxclust.apps.cli import app
 app(sys.argv[1:], prog_name="jaxclust")
 """
 

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from jaxclust.active import AnswerStore
-from jaxclust.cli import app
+from jaxclust.apps.cli import app
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

@@ -2,7 +2,7 @@
 resume with exactly the questions an uninterrupted session asks; two processes never share a store.
 
 The sessions run in real subprocesses answering from stdin (a scripted person reading each question and
-answering from the item names). The default test drives :func:`jaxclust.annotate.run_annotate` with a NumPy
+answering from the item names). The default test drives :func:`jaxclust.apps.annotate.run_annotate` with a NumPy
 stand-in sampler (no compilation: each restart costs a Python and JAX import); the slow one drives the real
 ``jaxclust annotate`` command with the DPMM.
 """
@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from jaxclust.active import AnswerStore
-from jaxclust.annotate import run_annotate
+from jaxclust.apps.annotate import run_annotate
 from jaxclust.errors import StoreRecoveryWarning
 
 HERE = Path(__file__).resolve().parent
@@ -49,7 +49,7 @@ DRIVER = textwrap.dedent(
     import sys
     sys.path.insert(0, {here!r})
     from _standin import StandInSampler
-    from jaxclust.annotate import run_annotate
+    from jaxclust.apps.annotate import run_annotate
 
     run_annotate(sys.argv[1], sys.argv[2], model=StandInSampler(), **{session!r})
     """
@@ -319,7 +319,7 @@ def test_annotate_command_refuses_a_store_in_use_in_one_line(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "open"
         res = subprocess.run(
-            [sys.executable, "-m", "jaxclust.cli", "annotate", str(data), "--store", str(store)],
+            [sys.executable, "-m", "jaxclust.apps.cli", "annotate", str(data), "--store", str(store)],
             capture_output=True,
             text=True,
             env={**env, "JAX_PLATFORMS": "cpu"},
@@ -343,7 +343,7 @@ def test_jaxclust_annotate_with_the_dpmm_killed_20_times(tmp_path):
     names = [line.split(",")[0] for line in data.read_text().splitlines()[1:]]
     opts = ["--n-queries", "16", "--n-burnin", "5", "--n-samples", "3", "--n-chains", "2"]
     opts += ["--batch-size", "3", "--stop-entropy", "0", "--seed", "1"]
-    cmd = [sys.executable, "-m", "jaxclust.cli", "annotate", str(data), "--store"]
+    cmd = [sys.executable, "-m", "jaxclust.apps.cli", "annotate", str(data), "--store"]
     env = _env(tmp_path)
 
     def run_through(path: Path) -> list[tuple[int, int, str]]:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from jaxclust.apps.experiment import load_config, parse_config, plan, run_id
+from jaxclust.apps.experiment.config import params_hash
 from jaxclust.errors import ExperimentConfigError, JaxclustError
-from jaxclust.experiment import load_config, parse_config, plan, run_id
-from jaxclust.experiment.config import params_hash
 
 FAKE = Path(__file__).resolve().parent / "fake_kinds.py"
 
@@ -87,7 +87,7 @@ def test_ids_are_stable_across_processes_and_releases():
     )
     assert params_hash("active_dpmm", {"set": "bio-top", "seed": 0}) == "a519f87270"
     code = (
-        "from jaxclust.experiment import parse_config; import sys; "
+        "from jaxclust.apps.experiment import parse_config; import sys; "
         "print('\\n'.join(r.id for r in parse_config(sys.stdin.read(), 'grid.toml').runs()))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

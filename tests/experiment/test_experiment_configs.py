@@ -15,8 +15,8 @@ import jax
 import numpy as np
 import pytest
 
-from jaxclust.experiment import load_config, plan, run_grid
-from jaxclust.experiment.registry import KINDS, load_target
+from jaxclust.apps.experiment import load_config, plan, run_grid
+from jaxclust.apps.experiment.registry import KINDS, load_target
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((REPO / "experiments" / "configs").glob("*.toml"))
@@ -67,7 +67,7 @@ def _stand_ins(monkeypatch, mod):
 
 
 def _capture_curves(monkeypatch):
-    import jaxclust.demo
+    import jaxclust.apps.demo
 
     calls = []
 
@@ -117,7 +117,7 @@ def _capture_curves(monkeypatch):
             )
         return runs
 
-    monkeypatch.setattr(jaxclust.demo, "run_curves", fake_run_curves)
+    monkeypatch.setattr(jaxclust.apps.demo, "run_curves", fake_run_curves)
     return calls
 
 
@@ -169,13 +169,13 @@ def _covers(grid_call: str, script_calls: set[str]) -> bool:
 
 @pytest.mark.parametrize(("config", "commands"), REPORTED, ids=[c for c, _ in REPORTED])
 def test_verb_configs_compute_the_reported_curves(config, commands, monkeypatch, tmp_path):
-    import jaxclust.demo
+    import jaxclust.apps.demo
 
     mod = _module("active_dpmm")
     _stand_ins(monkeypatch, mod)
     calls = _capture_curves(monkeypatch)
     no_figure = SimpleNamespace(savefig=lambda *a, **k: None)
-    monkeypatch.setattr(jaxclust.demo, "plot_curves", lambda *a, **k: no_figure)  # figures: another test
+    monkeypatch.setattr(jaxclust.apps.demo, "plot_curves", lambda *a, **k: no_figure)  # figures: another test
     for cmd in commands:
         mod.main([*cmd.split(), "--out", str(tmp_path)])
     script = set(calls)
@@ -206,7 +206,7 @@ def test_active_dpmm_summary_matches_the_script_layout(monkeypatch, tmp_path):
     for p in (tmp_path / "grid" / "runs").glob("*.json"):
         if not p.name.startswith("dataset-bio-top_"):
             p.unlink()  # a partial grid: one set of four
-    from jaxclust.experiment import summarize
+    from jaxclust.apps.experiment import summarize
 
     summarize(tmp_path / "grid")
     script = json.loads((tmp_path / "script" / "bio-top.json").read_text())

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from jaxclust.kmeans import _classify, assign, chunk_size, lloyd
+from jaxclust.kmeans.lloyd_kmeans import _classify, assign, chunk_size, lloyd
 
 
 def _integer_block(rng, b, k, d, dup):

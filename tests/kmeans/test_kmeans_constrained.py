@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 
-from jaxclust.constrained_kmeans import pack_point_constraints, pck_kmeans
 from jaxclust.constraints import Constraints
 from jaxclust.errors import ConstraintError, InfeasibleConstraintsError, InvalidInputError
 from jaxclust.kmeans import COPKMeans, KMeans, PCKMeans
+from jaxclust.kmeans.constrained import pack_point_constraints, pck_kmeans
 
 N, D, K = 120, 3, 5
 
@@ -113,6 +113,6 @@ def test_top_level_exports():
 
     assert jaxclust.KMeans is km.KMeans
     assert jaxclust.COPKMeans is km.COPKMeans and jaxclust.PCKMeans is km.PCKMeans
-    from jaxclust.mixture import GaussianMixture
+    from jaxclust.kmeans.mixture import GaussianMixture
 
     assert jaxclust.GaussianMixture is GaussianMixture

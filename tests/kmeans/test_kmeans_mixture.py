@@ -15,7 +15,7 @@ from sklearn.mixture import GaussianMixture as SKGaussianMixture
 
 from jaxclust.errors import InvalidInputError
 from jaxclust.kmeans import KMeans
-from jaxclust.mixture import GaussianMixture, GMMParams, em, log_gaussian, m_step, soft_kmeans
+from jaxclust.kmeans.mixture import GaussianMixture, GMMParams, em, log_gaussian, m_step, soft_kmeans
 
 N, D, K = 150, 3, 4
 
@@ -117,7 +117,7 @@ def test_spherical_em_with_equal_fixed_weights_is_soft_kmeans(blobs):
     init = X[5 : 5 + K]
     with jax.enable_x64(True):
         sk = soft_kmeans(jnp.asarray(X), jnp.asarray(init), beta=beta, tol=0.0, max_iter=1)
-        from jaxclust.mixture import e_step
+        from jaxclust.kmeans.mixture import e_step
 
         params = GMMParams(jnp.full((K,), 1.0 / K), jnp.asarray(init), jnp.full((K,), 1.0 / (2 * beta)))
         _, log_resp = e_step(jnp.asarray(X), params, "spherical")

@@ -8,7 +8,7 @@ from sklearn.datasets import make_blobs
 
 from jaxclust.constraints import Constraints
 from jaxclust.errors import InvalidInputError
-from jaxclust.query_baselines import (
+from jaxclust.kmeans.query_baselines import (
     NPU,
     ExploreConsolidate,
     MinMax,

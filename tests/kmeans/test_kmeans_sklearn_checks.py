@@ -6,7 +6,7 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from jaxclust.kmeans import KMeans
-from jaxclust.mixture import GaussianMixture
+from jaxclust.kmeans.mixture import GaussianMixture
 
 
 @pytest.mark.slow  # ~95 checks, each compiling for new shapes/dtypes: minutes on the shared 2-core CPU

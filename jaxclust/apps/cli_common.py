@@ -1,4 +1,4 @@
-"""Command-line plumbing shared by :mod:`jaxclust.cli` and :mod:`jaxclust.cli_active`: one-line errors.
+"""Command-line plumbing shared by :mod:`jaxclust.apps.cli` and :mod:`jaxclust.apps.cli_active`: one-line errors.
 
 Every bad option or file ends the command with exit code 2 and a single line on stderr (``error: ...``), never a
 traceback or a framed usage box: typer's parse errors go through :class:`OneLineErrors`, the commands turn a

@@ -1,12 +1,9 @@
 """k-means: the classify/estimate alternation of Elsner's lecture (seed 002), in jitted JAX.
 
 Lloyd's algorithm alternates a *classify* step (each point to its closest centre) and an *estimate* step (each
-centre
-to the mean of its points). Read probabilistically, with P(x | c) ∝ exp(-‖x - c‖²) and a uniform P(c), it
-maximises
-the joint likelihood of the data and the hard assignments of a naive-Bayes-like model; EM with soft
-assignments is in
-:mod:`jaxclust.mixture`.
+centre to the mean of its points). Read probabilistically, with P(x | c) ∝ exp(-‖x - c‖²) and a uniform P(c), it
+maximises the joint likelihood of the data and the hard assignments of a naive-Bayes-like model; EM with soft
+assignments is in :mod:`jaxclust.kmeans.mixture`.
 
 Functional core (pure, jittable, no scikit-learn)::
 
@@ -14,20 +11,17 @@ Functional core (pure, jittable, no scikit-learn)::
     result = lloyd(X, centers, tol=tol_abs, max_iter=300)    # KMeansResult(centers, labels, inertia, n_iter)
     result = kmeans(key, X, n_clusters, n_init=10)           # restarts under vmap, best inertia kept
 
-Distances use the expansion ‖x‖² - 2 x·c + ‖c‖² as one matmul per chunk of points, and the classify and
-estimate
+Distances use the expansion ‖x‖² - 2 x·c + ‖c‖² as one matmul per chunk of points, and the classify and estimate
 steps are fused in a single ``lax.scan`` over chunks, so peak memory is O(chunk · k) rather than O(n · k)
 (1e6 × 128 fits). Empty clusters are re-seeded from the points farthest from their centres, as scikit-learn
-does;
-centres are never NaN.
+does; centres are never NaN.
 
 The estimator :class:`KMeans` follows scikit-learn's contract. k-means is scale-equivariant, so data whose
 magnitudes would overflow or underflow squared distances (beyond 2**±32 in float32, 2**±256 in float64) is
 scaled by a power of two (exact) before fitting and the centres and inertia scaled back: the labels are those
 of the data as given. An inertia beyond the float64 range raises :class:`~jaxclust.errors.NumericalError`
-rather than returning inf. :class:`COPKMeans` and :class:`PCKMeans`
-(constrained
-baselines) live in :mod:`jaxclust.constrained_kmeans` and are re-exported here.
+rather than returning inf. The constrained baselines :class:`~jaxclust.kmeans.COPKMeans` and
+:class:`~jaxclust.kmeans.PCKMeans` are in :mod:`jaxclust.kmeans.constrained`.
 """
 
 from __future__ import annotations
@@ -41,9 +35,20 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
-from sklearn.utils.validation import validate_data
 
-from jaxclust.errors import InvalidInputError, InvalidInputTypeError, NumericalError
+from jaxclust.errors import InvalidInputError, NumericalError
+from jaxclust.kmeans.common import (
+    bucket_rows,
+    check_params,
+    check_X,
+    estimate_centers,
+    relocate_empty,
+    scale_exponent,
+    scaled_centres,
+    unscale_sq,
+    x64_for,
+)
+from jaxclust.validation import check_fitted, prng_key, reject_constraints_as_y
 
 __all__ = [
     "KMeansResult",
@@ -52,10 +57,7 @@ __all__ = [
     "kmeans",
     "assign",
     "chunk_size",
-    "bucket_rows",
     "KMeans",
-    "COPKMeans",  # noqa: F822 - lazy, see __getattr__
-    "PCKMeans",  # noqa: F822
 ]
 
 # Distance-block sizing (per restart), measured on XLA:CPU (benchmarks/RESULTS.md, k-means). From k = 32 on, blocks
@@ -238,30 +240,6 @@ def _sharded(fn, mesh, n_out_sharded, n_out_psum):
     return call
 
 
-def _relocate_empty(Xflat, labels_flat, dist_flat, sums, counts):
-    """Move the points farthest from their centres into empty clusters (scikit-learn's rule), vectorised.
-
-    The r-th empty cluster (by index) receives the r-th farthest point, which leaves its old cluster's sum.
-    Nothing moves when every distance is 0 (more clusters than distinct points).
-    """
-    k = sums.shape[0]
-    empty = counts == 0
-    n_empty = jnp.sum(empty)
-    far = lax.top_k(dist_flat, k)[1]  # (k,) indices of the k farthest points
-    rank = jnp.arange(k)
-    active = (rank < n_empty) & (jnp.max(dist_flat) > 0)
-    empty_ids = jnp.argsort(~empty, stable=True)  # empty cluster ids first, in index order
-    target = jnp.where(active, empty_ids, k)  # k = dropped by one_hot
-    source = jnp.where(active, labels_flat[far], k)
-    xf = Xflat[far]
-    move = jax.nn.one_hot(target, k, dtype=sums.dtype) - jax.nn.one_hot(source, k, dtype=sums.dtype)  # (k, k)
-    return sums + move.T @ xf, counts + move.sum(0)
-
-
-def _estimate(centers, sums, counts):
-    safe = jnp.where(counts > 0, counts, 1.0)
-    return jnp.where((counts > 0)[:, None], sums / safe[:, None], centers)
-
 
 def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None) -> KMeansResult:
     """Lloyd iterations from given centres until labels stop changing or the centre shift is within ``tol``.
@@ -275,17 +253,17 @@ def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None) -> KMeans
     max_iter : int (static)
     chunk : int or None (static), rows per distance block; default from :func:`chunk_size`.
     n_valid : scalar or None (traced), only the first ``n_valid`` rows are data (the rest is padding that lets
-    one
-        compilation serve several sizes); default all.
+        one compilation serve several sizes); default all.
 
     Returns
     -------
     KMeansResult
         Final labels are those of the final centres (a last classify step is run unless the labels were
-        stable),
-        and ``inertia`` is recomputed exactly as Σ ‖x_i - c_{l_i}‖², as scikit-learn does.
+        stable), and ``inertia`` is recomputed exactly as Σ ‖x_i - c_{l_i}‖², as scikit-learn does.
 
-    With several CPU host devices the chunks of points are split over them (see :func:`_lloyd_mesh`); the
+    Notes
+    -----
+    With several CPU host devices the chunks of points are split over them (see ``_lloyd_mesh``); the
     clustering is the same, centres and inertia may differ from one device's in the last bits.
     """
     split = _can_split(X.shape[0] * X.shape[1] * centers.shape[0], X, centers, tol, n_valid)
@@ -316,7 +294,7 @@ def _lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, split=Fa
         labels, dist, sums, counts = fused(Xp, x_sq, valid, s.centers)
         sums, counts = lax.cond(
             jnp.any(counts == 0),
-            _relocate_empty,
+            relocate_empty,
             lambda _x, _l, _d, s_, c_: (s_, c_),
             Xflat,
             labels.reshape(-1),
@@ -324,7 +302,7 @@ def _lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, split=Fa
             sums,
             counts,
         )
-        new = _estimate(s.centers, sums, counts)
+        new = estimate_centers(s.centers, sums, counts)
         shift = jnp.sum((new - s.centers) ** 2)
         strict = jnp.all((labels == s.labels) | ~valid)
         return _LloydState(new, labels, s.n_iter + 1, strict, strict | (shift <= tol))
@@ -461,119 +439,6 @@ def _kmeans(key, X, n_clusters, n_init, max_iter, tol, chunk, n_valid, split) ->
 # ----
 
 
-def _check_X(estimator, X, *, reset: bool):
-    """scikit-learn validation (shape, dtype, sparse, n_features_in_) plus jaxclust's NaN check.
-
-    scikit-learn's errors come back as jaxclust's (``InvalidInputError``, a ``ValueError``;
-    ``InvalidInputTypeError`` where scikit-learn raised a ``TypeError``), with scikit-learn's message after
-    ``"X: "`` so that its estimator checks still recognise them.
-    """
-    from jaxclust.validation import check_array
-
-    try:
-        X = validate_data(
-            estimator, X, dtype=[np.float64, np.float32], reset=reset, ensure_all_finite=False, order="C"
-        )
-    except TypeError as exc:
-        raise InvalidInputTypeError(_x_message(exc)) from exc
-    except ValueError as exc:
-        raise InvalidInputError(_x_message(exc)) from exc
-    if not np.isfinite(X).all():
-        check_array(X, name="X", min_rows=1)  # raises InvalidInputError naming the row/column
-    return X
-
-
-def _x_message(exc: Exception) -> str:
-    msg = str(exc)
-    return msg if msg.startswith("X ") or msg.startswith("X:") else f"X: {msg}"
-
-
-def _scale_exponent(dtype, *arrays) -> int:
-    """0 when the largest magnitude in ``arrays`` lies where squared distances in ``dtype`` neither overflow nor
-    underflow (2**-(e/4) .. 2**(e/4), e = 128 for float32, 1024 for float64); else the power of two ``p`` with
-    ``max |x| / 2**p`` in [0.5, 1). Scaling by ``2**-p`` is exact (short of values that become subnormal), so
-    k-means on the scaled data makes the same choices as on the data (it is scale-equivariant)."""
-    m = max((float(np.max(np.abs(a))) for a in arrays if a.size), default=0.0)
-    e = np.finfo(dtype).maxexp
-    if m == 0.0 or 2.0 ** (-(e // 4)) <= m <= 2.0 ** (e // 4):
-        return 0
-    return int(np.frexp(m)[1])
-
-
-def _unscale_sq(value: float, p: int, what: str, X: np.ndarray) -> float:
-    """``value * 4**p`` for a sum of squared distances computed on data scaled by ``2**-p``; raises
-    :class:`NumericalError` (naming ``what`` and the scale of X) when that is beyond the float64 range."""
-    value = float(value)
-    if not np.isfinite(value):
-        raise NumericalError(
-            f"{what} is not finite ({value}) for X with max |x| = {float(np.max(np.abs(X))):.3g}; "
-            "divide X by a constant (k-means is scale-equivariant: the labels do not change)"
-        )
-    try:
-        return math.ldexp(value, 2 * p)
-    except OverflowError:
-        decades = math.log10(value) + 2 * p * math.log10(2.0) if value > 0 else float("inf")
-        raise NumericalError(
-            f"{what} is about 1e{decades:.0f}, beyond the float64 range, for X with max |x| = "
-            f"{float(np.max(np.abs(X))):.3g}; divide X by a constant (k-means is scale-equivariant: the labels "
-            "do not change)"
-        ) from None
-
-
-def _scaled_centres(X: np.ndarray, centres: np.ndarray):
-    """X and the centres in X's dtype, both scaled by the same power of two when their magnitudes need it;
-    returns (X, centres, p)."""
-    p = _scale_exponent(X.dtype, X, centres)
-    if p:
-        return np.ldexp(X, -p).astype(X.dtype), np.ldexp(centres, -p).astype(X.dtype), p
-    return X, centres.astype(X.dtype), 0
-
-
-def _seed_key(random_state):
-    from jaxclust.validation import prng_key
-
-    return prng_key(random_state)
-
-
-def _check_params(n_clusters, n_init, max_iter, tol, n_samples, cls="KMeans"):
-    def positive_int(v, name):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-            raise InvalidInputError(f"{cls}: {name} must be a positive integer, got {v!r}")
-
-    positive_int(n_clusters, "n_clusters")
-    positive_int(n_init, "n_init")
-    positive_int(max_iter, "max_iter")
-    if (
-        isinstance(tol, bool)
-        or not isinstance(tol, (int, float, np.integer, np.floating))
-        or not np.isfinite(tol)
-        or tol < 0
-    ):
-        raise InvalidInputError(f"{cls}: tol must be a finite number >= 0, got {tol!r}")
-    if n_samples < n_clusters:
-        raise InvalidInputError(f"{cls}: n_samples={n_samples} should be >= n_clusters={n_clusters}")
-
-
-_BUCKET_MAX = 4096
-
-
-def bucket_rows(X: np.ndarray) -> np.ndarray:
-    """Zero-pad small inputs to the next power of two rows (host), so one compilation serves many sizes.
-
-    Inputs above 4096 rows are left alone (padding would cost up to 2x compute); pass ``n_valid`` to the core.
-    """
-    n = X.shape[0]
-    if n > _BUCKET_MAX:
-        return X
-    m = max(16, 1 << (n - 1).bit_length())
-    return np.concatenate([X, np.zeros((m - n,) + X.shape[1:], X.dtype)]) if m > n else X
-
-
-def _x64_for(X):
-    """Scoped float64 for float64 input; float32 input stays float32 (as scikit-learn's KMeans does)."""
-    return jax.enable_x64(X.dtype == np.float64)
-
-
 class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     """k-means clustering (Lloyd) with greedy k-means++ seeding, restarts run together under ``vmap``.
 
@@ -621,25 +486,23 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         :class:`~jaxclust.errors.ConstraintError` instead of being dropped: use :class:`COPKMeans` or
         :class:`PCKMeans`, whose ``fit(X, constraints)`` takes them.
         """
-        from jaxclust.validation import reject_constraints_as_y
-
         reject_constraints_as_y(
             y, "KMeans.fit", "KMeans uses no constraints: use COPKMeans or PCKMeans, fit(X, constraints)"
         )
-        X_in = X = _check_X(self, X, reset=True)
+        X_in = X = check_X(self, X, reset=True)
         n = X.shape[0]
-        _check_params(self.n_clusters, self.n_init, self.max_iter, self.tol, n)
+        check_params(self.n_clusters, self.n_init, self.max_iter, self.tol, n)
         k = int(self.n_clusters)
         init = self._check_init(X, k)
-        p = _scale_exponent(X.dtype, X)  # magnitudes whose squares overflow/underflow: fit on X / 2**p
+        p = scale_exponent(X.dtype, X)  # magnitudes whose squares overflow/underflow: fit on X / 2**p
         if p:
             X = np.ldexp(X, -p).astype(X.dtype)
             init = None if init is None else np.ldexp(init, -p).astype(X.dtype)
         mean = X.mean(axis=0)
         Xc = X - mean  # centring keeps the ‖x‖² - 2x·c + ‖c‖² expansion accurate
         tol = float(np.mean(np.var(X, axis=0)) * self.tol) if self.tol else 0.0
-        key = _seed_key(self.random_state)
-        with _x64_for(X):
+        key = prng_key(self.random_state)
+        with x64_for(X):
             Xj = jnp.asarray(bucket_rows(Xc))
             if init is None:
                 if self.init == "k-means++":
@@ -663,7 +526,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         centers = np.asarray(centers, dtype=X.dtype) + mean
         self.cluster_centers_ = np.ldexp(centers, p).astype(X.dtype) if p else centers
         self.labels_ = np.asarray(labels[:n], dtype=np.int32)
-        self.inertia_ = _unscale_sq(inertia, p, "KMeans: the inertia", X_in)
+        self.inertia_ = unscale_sq(inertia, p, "KMeans: the inertia", X_in)
         self.n_iter_ = int(n_iter)
         return self
 
@@ -695,21 +558,17 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def predict(self, X):
         """Index of the closest centre for each row of X (n_samples, n_features)."""
-        from jaxclust.validation import check_fitted
-
         check_fitted(self, "cluster_centers_", "predict")
-        X = _check_X(self, X, reset=False)
-        Xs, C, _ = _scaled_centres(X, self.cluster_centers_)
-        with _x64_for(X):
+        X = check_X(self, X, reset=False)
+        Xs, C, _ = scaled_centres(X, self.cluster_centers_)
+        with x64_for(X):
             labels, _ = assign(jnp.asarray(bucket_rows(Xs)), jnp.asarray(C))
             return np.asarray(labels[: X.shape[0]], dtype=np.int32)
 
     def _scaled_sq_distances(self, X, method):
-        from jaxclust.validation import check_fitted
-
         check_fitted(self, "cluster_centers_", method)
-        X = _check_X(self, X, reset=False)
-        Xs, C, p = _scaled_centres(X, self.cluster_centers_)
+        X = check_X(self, X, reset=False)
+        Xs, C, p = scaled_centres(X, self.cluster_centers_)
         d2 = (Xs * Xs).sum(1)[:, None] - 2.0 * Xs @ C.T + (C * C).sum(1)[None, :]
         return X, np.maximum(d2, 0.0), p
 
@@ -731,7 +590,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         """Opposite of the inertia of X with respect to the fitted centres."""
         del y
         X, d2, p = self._scaled_sq_distances(X, "score")
-        return -_unscale_sq(np.sum(d2.min(axis=1), dtype=np.float64), p, "KMeans.score: the inertia", X)
+        return -unscale_sq(np.sum(d2.min(axis=1), dtype=np.float64), p, "KMeans.score: the inertia", X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -752,12 +611,3 @@ def _kmeans_random(key, X, n_clusters, n_init, max_iter, tol, n_valid, split):
     runs = jax.vmap(one)(keys)
     best = jnp.argmin(runs.inertia)
     return jax.tree.map(lambda a: a[best], runs)
-
-
-def __getattr__(name):
-    # COPKMeans / PCKMeans live in jaxclust.constrained_kmeans (imported lazily: it builds on this module).
-    if name in ("COPKMeans", "PCKMeans"):
-        from jaxclust import constrained_kmeans
-
-        return getattr(constrained_kmeans, name)
-    raise AttributeError(f"module 'jaxclust.kmeans' has no attribute {name!r}")

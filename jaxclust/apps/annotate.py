@@ -1,0 +1,425 @@
+"""``jaxclust annotate``: an interactive, resumable active-learning session on a user's own data.
+
+The items come from a file (see :mod:`jaxclust.apps.items`): a CSV of numbers (numeric columns are features,
+standardised; one text column names the items, another may give context shown with each question)::
+
+    word,context,f1,f2,f3
+    bank,"I deposited the cheque at the bank",0.12,3.40,-1.00
+    shore,"we walked along the shore",1.50,0.20,0.70
+    lender,"the lender raised the rate",0.10,3.10,-0.90
+
+or texts: a ``.txt`` file with one text per line, a CSV with a text column (``text_column``), JSON lines with a
+``text`` field; texts are turned into features by TF-IDF -> truncated SVD -> standardised
+(:class:`jaxclust.text.TextFeaturizer`; no download), saved with the store (:mod:`jaxclust.apps.features`). Or
+your own embeddings: a ``.npy`` array, or a CSV of numbers. Each question shows both items (their names and
+texts, long texts cut at 300 characters).
+
+Every answer is made durable in the store before the next question, so the session can be stopped at any time
+(``q``, Ctrl-D, Ctrl-C, or even a kill) and resumed by running the same command again; with the same data and
+options the resumed session asks exactly the questions the uninterrupted one would have asked. Each answer
+records who gave it (``annotator``, default the operating-system user). With ``shared=True`` (an SQLite store)
+several annotators work on one store at once, each on their own questions.
+
+Defaults: the ``batch`` strategy with 5 questions per refit (the batch method of Vlachos et al. 2010: after each
+answer, the samples that contradict it are set aside and the next question is the most uncertain pair under
+the rest, so the model is refitted once per 5 questions, not after every answer), and a confidence stop at a
+link entropy of 0.2 nats (see :data:`DEFAULT_STOP_ENTROPY`).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from jaxclust.apps.items import check_columns_apply, read_items, read_items_csv
+from jaxclust.errors import DatasetNotFoundError, InvalidInputError, JaxclustWarning
+
+__all__ = [
+    "read_items_csv",
+    "run_annotate",
+    "check_annotate_options",
+    "make_learner",
+    "default_model",
+    "DEFAULT_STRATEGY",
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_STOP_ENTROPY",
+]
+
+DEFAULT_STRATEGY = "batch"
+DEFAULT_BATCH_SIZE = 5
+#: Confidence stop (nats): the session ends when every unknown pair has a link entropy below this, i.e. a
+#: co-clustering probability below about 0.05 or above about 0.95 (H(0.05) = 0.199 nats). With 40 samples
+#: (the default 4 chains x 10) a pair on which at most 2 samples disagree counts as settled.
+DEFAULT_STOP_ENTROPY = 0.2
+_STRATEGIES = ("entropy", "naive_batch", "batch", "random")
+_MAX_CONFLICTS_SHOWN = 10
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {plural or word + 's'}"
+
+
+def default_model(random_state: int = 0, n_chains: int = 4, n_burnin: int = 50, n_samples: int = 10):
+    """The model of an annotate session: ``DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3)``."""
+    from jaxclust.dpmm import DPMM
+
+    return DPMM(n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples, thin=3, random_state=random_state)
+
+
+def make_learner(
+    model: Any,
+    oracle: Any,
+    store: Any,
+    strategy: str = DEFAULT_STRATEGY,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    random_state: int = 0,
+    stop_entropy: float | None = DEFAULT_STOP_ENTROPY,
+    annotator: str | None = None,
+    progress: bool = False,
+    status: Callable[[str], Any] | None = None,
+):
+    """The :class:`~jaxclust.active.ActiveLearner` of an annotate session. The command line and the notebook
+    annotator both build theirs here, so that a session started in one resumes exactly in the other."""
+    from jaxclust.active import ActiveLearner
+
+    return ActiveLearner(
+        model,
+        oracle,
+        strategy=strategy,
+        batch_size=batch_size,
+        random_state=random_state,
+        store=store,
+        min_samples=4,
+        progress=progress,
+        stop_entropy=stop_entropy or None,
+        status=status,
+        annotator=annotator,
+    )
+
+
+def _has_content(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def check_annotate_options(
+    data: str | Path,
+    store: str | Path,
+    n_queries: Any = 50,
+    strategy: Any = DEFAULT_STRATEGY,
+    batch_size: Any = DEFAULT_BATCH_SIZE,
+    labels_out: str | Path | None = None,
+    stop_entropy: Any = DEFAULT_STOP_ENTROPY,
+    spelled: dict[str, str] | None = None,
+    *,
+    text_column: str | None = None,
+    name_column: str | None = None,
+    context_column: str | None = None,
+    annotator: Any = None,
+    shared: bool = False,
+) -> None:
+    """Check every option of an annotate session before anything is read or created.
+
+    ``InvalidInputError`` (or ``StoreError`` for the store) names the option as ``spelled`` maps it (the command
+    line passes ``--n-queries`` etc.; Python callers see the parameter names).
+    """
+    from jaxclust.active.store import check_annotator, check_shared_path, check_store_path
+
+    name = (spelled or {}).get
+
+    def count(value: Any, key: str, low: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+            what = "a positive integer" if low == 1 else "a non-negative integer"
+            raise InvalidInputError(f"{name(key, key)}: expected {what}, got {value!r}")
+
+    count(n_queries, "n_queries", 0)
+    if strategy not in _STRATEGIES:
+        raise InvalidInputError(
+            f"{name('strategy', 'strategy')}: expected one of {', '.join(_STRATEGIES)}, got {strategy!r}"
+        )
+    count(batch_size, "batch_size", 1)
+    if stop_entropy is not None and (
+        isinstance(stop_entropy, bool)
+        or not isinstance(stop_entropy, int | float | np.floating | np.integer)
+        or not 0.0 <= float(stop_entropy) <= math.log(2.0)
+    ):
+        raise InvalidInputError(
+            f"{name('stop_entropy', 'stop_entropy')}: expected a number of nats between 0 (never stop early) "
+            f"and ln 2 = 0.693, got {stop_entropy!r}"
+        )
+    check_annotator(annotator, name("annotator", "annotator"))
+    data, store = Path(data), Path(store)
+    if not data.is_file():
+        raise DatasetNotFoundError(f"data file {str(data)!r} not found")
+    check_columns_apply(data, text_column, name_column, context_column, spelled)
+    if _same_file(store, data):
+        raise InvalidInputError(
+            f"{name('store', 'store')}: {store} is the data file; pass another path for the answers"
+        )
+    if shared:
+        check_shared_path(store, name("shared", "shared"))
+    check_store_path(store)
+    if labels_out is not None:
+        out = Path(labels_out)
+        flag = name("labels_out", "labels_out")
+        if out.is_dir():
+            raise InvalidInputError(
+                f"{flag}: {out} is a folder; pass a file path such as {out / 'clusters.csv'}"
+            )
+        if not out.parent.is_dir():
+            raise InvalidInputError(f"{flag}: the folder {out.parent} does not exist")
+        if _same_file(out, data) or _same_file(out, store):
+            raise InvalidInputError(
+                f"{flag}: {out} would overwrite the {'data' if _same_file(out, data) else 'store'}"
+            )
+        if out.exists() and not os.access(out, os.W_OK):
+            raise InvalidInputError(f"{flag}: {out} is read-only")
+        if not out.exists() and not os.access(out.parent, os.W_OK):
+            raise InvalidInputError(f"{flag}: the folder {out.parent} is read-only")
+
+
+def run_annotate(
+    data: str | Path,
+    store: str | Path,
+    n_queries: int = 50,
+    name_column: str | None = None,
+    context_column: str | None = None,
+    strategy: str = DEFAULT_STRATEGY,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    labels_out: str | Path | None = None,
+    model: Any = None,
+    random_state: int = 0,
+    input_fn: Callable[[str], str] | None = None,
+    output: TextIO | None = None,
+    progress: bool = False,
+    stop_entropy: float | None = DEFAULT_STOP_ENTROPY,
+    spelled: dict[str, str] | None = None,
+    text_column: str | None = None,
+    annotator: str | None = None,
+    shared: bool = False,
+    featurizer: Any = None,
+) -> dict[str, Any]:
+    """Run (or resume) an interactive session; returns a summary dict.
+
+    Parameters
+    ----------
+    data : path
+        The items: a CSV of numbers, a CSV with a text column (``text_column``), a ``.txt`` file (one text per
+        line), JSON lines (a ``text`` field, or ``text_column``) or a ``.npy`` array (see
+        :mod:`jaxclust.apps.items` and the module docstring).
+    store : path
+        Answer store (``.sqlite``/``.db`` or ``.jsonl``); reused to resume.
+    n_queries : int
+        Total questions for the session, stored answers included (shared store: everybody's answers).
+    name_column, context_column, text_column : str, optional
+        CSV columns (JSON-lines fields): the items' names, a line shown under each name, the texts.
+    strategy, batch_size, random_state :
+        Passed to :class:`~jaxclust.active.ActiveLearner`; default ``"batch"`` with 5 questions per refit.
+    labels_out : path, optional
+        Writes ``name,cluster`` (``name,cluster,text`` for texts) for the final clustering.
+    model : estimator, optional
+        Default: ``DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3)`` on the features.
+    input_fn, output :
+        Replace the terminal (tests, notebooks).
+    stop_entropy : float or None
+        Confidence stop (nats), see :data:`DEFAULT_STOP_ENTROPY`; ``0`` or ``None`` never stops early.
+    spelled : dict, optional
+        How error messages name the options (the command line passes ``{"n_queries": "--n-queries", ...}``).
+    annotator : str, optional
+        Who answers, stored with every answer (default: the operating-system user name).
+    shared : bool
+        Several annotators on one SQLite store at once (see :class:`~jaxclust.active.AnswerStore`).
+    featurizer : transformer, optional
+        Texts only: replaces :class:`jaxclust.text.TextFeaturizer` when the store is created.
+
+    Returns
+    -------
+    dict
+        ``n_items``, ``n_answers`` (stored in all), ``n_new`` (asked in this run), ``n_constraints``,
+        ``n_unknown``, ``dropped``, ``conflicts`` (messages naming each dropped answer and the answers it
+        contradicts, with who gave them), ``n_clusters``, ``stopped`` and ``stop_reason`` (``"done"``,
+        ``"stopped"``, ``"confident"`` or ``"exhausted"``).
+    """
+    import sys
+
+    check_annotate_options(
+        data,
+        store,
+        n_queries,
+        strategy,
+        batch_size,
+        labels_out,
+        stop_entropy,
+        spelled,
+        text_column=text_column,
+        name_column=name_column,
+        context_column=context_column,
+        annotator=annotator,
+        shared=shared,
+    )
+    out = output if output is not None else sys.stdout
+    items = read_items(data, text_column, name_column, context_column, spelled)
+    if model is None:
+        model = default_model(random_state)
+
+    from jaxclust.active import InteractiveOracle
+    from jaxclust.active.store import AnswerStore, default_annotator
+    from jaxclust.apps.features import compute_features, session_features
+
+    def say(text: str = "") -> None:
+        print(text, file=out, flush=True)
+
+    flag = (spelled or {}).get
+    who = annotator if annotator is not None else default_annotator()
+    computed = None
+    if items.kind == "texts" and featurizer is None:
+        from jaxclust.text import TextFeaturizer
+
+        featurizer = TextFeaturizer()
+    if not _has_content(Path(store)):  # a new store: bad items must create nothing
+        if items.kind == "texts":
+            say(f"Turning {_plural(len(items), 'text')} into features (TF-IDF, SVD)...")
+        computed = compute_features(items, featurizer)
+    answers = AnswerStore(store, shared=shared)
+    try:
+        X = session_features(items, answers, featurizer, computed)
+        resumed = len(answers)
+        if items.kind == "texts":
+            what = f"{_plural(len(items), 'text')}, {_plural(X.shape[1], 'feature')} (TF-IDF -> SVD)"
+        else:
+            what = f"{_plural(len(items), 'item')}, {_plural(X.shape[1], 'feature')}"
+        say(
+            f"{what}; answers go to {store}"
+            + (f" (resuming: {_plural(resumed, 'answer')} already stored)" if resumed else "")
+        )
+        if shared:
+            say(
+                f"Shared store: you answer as {who}; the other annotators' answers are taken in as they come."
+            )
+        oracle = InteractiveOracle(items.names, items.shown, input_fn=input_fn, output=out)
+        oracle.n_asked = resumed  # questions are numbered across sessions
+        learner = make_learner(
+            model,
+            oracle,
+            answers,
+            strategy=strategy,
+            batch_size=batch_size,
+            random_state=random_state,
+            stop_entropy=stop_entropy,
+            annotator=who,
+            progress=progress,
+            status=say,
+        )
+        with warnings.catch_warnings():
+            # the DPMM names constant columns at every fit; once is enough
+            warnings.filterwarnings("once", message=r"X: columns .* constant", category=JaxclustWarning)
+            history = learner.run(X, n_queries)
+        answers.refresh()
+        n_total, n_new = len(answers), answers.n_appended
+    finally:
+        answers.close()
+    labels = np.asarray(learner.model_.labels_)
+    reason = learner.stop_reason_
+    summary = {
+        "n_items": len(items),
+        "n_answers": history[-1]["n_queries"],
+        "n_new": n_new,
+        "n_constraints": history[-1]["n_constraints"],
+        "n_unknown": history[-1]["n_unknown"],
+        "dropped": learner.dropped_,
+        "conflicts": [c["message"] for c in learner.conflicts_],
+        "n_clusters": int(len(np.unique(labels))),
+        "stopped": learner.stopped_,
+        "stop_reason": reason,
+        "max_entropy": learner.max_entropy_,
+    }
+    if labels_out is not None:
+        _write_labels(Path(labels_out), items.names, labels, items.texts)
+    stored = (
+        f"{_plural(n_total, 'answer')} stored in {store} ({_plural(summary['n_constraints'], 'constraint')}, "
+        f"{summary['n_unknown']} don't know, {len(summary['dropped'])} dropped as contradictory); "
+        f"{_plural(summary['n_clusters'], 'cluster')}"
+        + (f", written to {labels_out}" if labels_out is not None else "")
+        + "."
+    )
+    more = f"To ask more questions, run again with a larger {flag('n_queries', 'n_queries')}."
+    if reason == "stopped":
+        lines = ["Session stopped.", stored, "Run the same command again to continue."]
+    elif reason == "confident":
+        stop_flag = flag("stop_entropy", "stop_entropy")
+        lines = [
+            f"The model is confident about every remaining pair (highest link entropy {learner.max_entropy_:.3f} "
+            f"nats, below {stop_flag} {float(stop_entropy):g}): it stops here instead of asking obvious questions.",
+            stored,
+            f"To keep asking, run again with a lower {stop_flag} (0 never stops early).",
+        ]
+    elif reason == "exhausted":
+        lines = ['Nothing left to ask: every pair is known or answered "don\'t know".', stored]
+    elif summary["n_new"] == 0:
+        target = _plural(n_queries, "question")
+        lines = [
+            f"The target of {target} was already reached in an earlier session: nothing to ask.",
+            stored,
+            more,
+        ]
+    else:
+        lines = [f"Done: the target of {_plural(n_queries, 'question')} is reached.", stored, more]
+    if summary["conflicts"]:
+        shown = summary["conflicts"][:_MAX_CONFLICTS_SHOWN]
+        lines.append(
+            "Contradictory answers (all kept in the store; the earlier answers are the constraints):"
+        )
+        lines += [f"  - {m}" for m in shown]
+        if len(summary["conflicts"]) > len(shown):
+            lines.append(f"  ... and {len(summary['conflicts']) - len(shown)} more")
+    text = "\n".join(lines)
+    say("\n" + text)
+    return summary
+
+
+def _write_labels(path: Path, names: list[str], labels: np.ndarray, texts: list[str] | None = None) -> None:
+    """Write ``name,cluster`` (and ``text`` for texts) atomically (a temporary file, then ``os.replace``)."""
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    clusters = np.unique(labels, return_inverse=True)[1].tolist()
+    if texts is None:
+        w.writerow(["name", "cluster"])
+        w.writerows(zip(names, clusters, strict=True))
+    else:
+        w.writerow(["name", "cluster", "text"])
+        w.writerows(zip(names, clusters, texts, strict=True))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            fh.write(buf.getvalue())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        from jaxclust.errors import StoreError
+
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise StoreError(
+            f"labels_out {path}: could not be written ({exc.strerror}); the answers are safe"
+        ) from exc

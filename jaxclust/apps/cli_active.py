@@ -1,0 +1,188 @@
+"""Command-line entry points ``demo`` and ``annotate`` (registered on the main app in :mod:`jaxclust.apps.cli`).
+
+They can also be run alone: ``python -m jaxclust.apps.cli_active demo --quick``.
+
+Every option is checked before anything is read, created or compiled; a bad option or file prints one line
+``error: ...`` on stderr (naming the option as typed) and exits with code 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from jaxclust.apps.cli_common import OneLineErrors, fail, one_line_warnings
+
+__all__ = ["demo", "annotate", "app"]
+
+# how error messages name the annotate options (the parameter names of run_annotate -> the flags)
+ANNOTATE_FLAGS = {
+    "n_queries": "--n-queries",
+    "strategy": "--strategy",
+    "batch_size": "--batch-size",
+    "labels_out": "--labels-out",
+    "stop_entropy": "--stop-entropy",
+    "store": "--store",
+    "name_column": "--name-column",
+    "context_column": "--context-column",
+    "text_column": "--text-column",
+    "annotator": "--annotator",
+    "shared": "--shared",
+}
+
+
+def _count(value: int | None, flag: str, low: int) -> None:
+    if value is not None and value < low:
+        fail(f"{flag}: expected {'a positive' if low == 1 else 'a non-negative'} integer, got {value}")
+
+
+def demo(
+    quick: bool = typer.Option(False, "--quick", help="Small sampler and 20 questions (< 1 minute)."),
+    out: Path = typer.Option(Path("jaxclust_demo"), "--out", help="Folder for demo.json and demo.png."),
+    seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
+    n_queries: int = typer.Option(None, "--n-queries", help="Override the number of questions (>= 1)."),
+) -> None:
+    """Active vs random constraint selection for the constrained DPMM on the wine data (no data needed)."""
+    from jaxclust.apps.demo import check_demo_options
+    from jaxclust.errors import JaxclustError
+
+    _count(seed, "--seed", 0)
+    _count(n_queries, "--n-queries", 1)
+    try:
+        check_demo_options(out, n_queries, seed, spelled={"out_dir": "--out"})
+    except JaxclustError as exc:
+        fail(str(exc))
+    from jaxclust.apps.demo import run_demo
+
+    try:
+        run_demo(
+            quick=quick, out_dir=out, random_state=seed, n_queries=n_queries, progress=True, echo=typer.echo
+        )
+    except JaxclustError as exc:
+        fail(str(exc))
+
+
+def annotate(
+    data: Path = typer.Argument(
+        ...,
+        help="The items: a CSV with a header row (numeric feature columns, an optional name column - the first "
+        "non-numeric one - and an optional context column; or texts with --text-column), a .txt file with one "
+        "text per line, JSON lines with a 'text' field, or a .npy array of embeddings.",
+    ),
+    store: Path = typer.Option(
+        Path("answers.sqlite"),
+        "--store",
+        help="Answer store (.sqlite/.db or .jsonl); every answer is saved before the next question, reuse it "
+        "to resume.",
+    ),
+    n_queries: int = typer.Option(50, "--n-queries", help="Total questions (stored answers included)."),
+    name_column: str = typer.Option(
+        None, "--name-column", help="Column naming the items (default: first non-numeric column)."
+    ),
+    context_column: str = typer.Option(None, "--context-column", help="Column shown as context."),
+    text_column: str = typer.Option(
+        None,
+        "--text-column",
+        help="CSV column (JSON-lines field, default 'text') holding the texts to cluster; texts become features "
+        "by TF-IDF -> SVD -> standardised, saved with the store.",
+    ),
+    annotator: str = typer.Option(
+        None, "--annotator", help="Your name, stored with each answer (default: your user name)."
+    ),
+    shared: bool = typer.Option(
+        False,
+        "--shared",
+        help="Several annotators on one SQLite store at once: each gets other questions, every answer is kept.",
+    ),
+    strategy: str = typer.Option(
+        "batch", "--strategy", help="batch (default), entropy, naive_batch or random."
+    ),
+    batch_size: int = typer.Option(
+        5,
+        "--batch-size",
+        help="Questions per refit (default 5: the batch strategy picks each next question from the samples "
+        "that agree with the answers so far, so you wait for the model once per 5 questions).",
+    ),
+    labels_out: Path = typer.Option(None, "--labels-out", help="Write name,cluster CSV at the end."),
+    stop_entropy: float = typer.Option(
+        0.2,
+        "--stop-entropy",
+        help="Stop when the model is confident: every unknown pair's link entropy below this many nats "
+        "(0.2: co-clustering probability under ~5% or over ~95%); 0 never stops early.",
+    ),
+    n_burnin: int = typer.Option(50, "--n-burnin", help="Sampler burn-in sweeps (first fit)."),
+    n_samples: int = typer.Option(10, "--n-samples", help="Samples per chain."),
+    n_chains: int = typer.Option(4, "--n-chains", help="Sampler chains."),
+    seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
+) -> None:
+    """Interactive, resumable active clustering of your own texts or data: answer y / n / d (don't know) / q."""
+    from jaxclust.apps.annotate import check_annotate_options
+    from jaxclust.errors import JaxclustError
+
+    _count(n_burnin, "--n-burnin", 0)
+    _count(n_samples, "--n-samples", 1)
+    _count(n_chains, "--n-chains", 1)
+    _count(seed, "--seed", 0)
+    try:  # every option and path before the data is read or anything is created
+        check_annotate_options(
+            data,
+            store,
+            n_queries,
+            strategy,
+            batch_size,
+            labels_out,
+            stop_entropy,
+            spelled=ANNOTATE_FLAGS,
+            text_column=text_column,
+            name_column=name_column,
+            context_column=context_column,
+            annotator=annotator,
+            shared=shared,
+        )
+    except JaxclustError as exc:
+        fail(str(exc))
+
+    from jaxclust.apps.annotate import default_model, run_annotate
+
+    model = default_model(seed, n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples)
+    try:
+        with one_line_warnings():
+            run_annotate(
+                data,
+                store,
+                n_queries=n_queries,
+                name_column=name_column,
+                context_column=context_column,
+                strategy=strategy,
+                batch_size=batch_size,
+                labels_out=labels_out,
+                model=model,
+                random_state=seed,
+                stop_entropy=stop_entropy,
+                spelled=ANNOTATE_FLAGS,
+                text_column=text_column,
+                annotator=annotator,
+                shared=shared,
+            )
+    except JaxclustError as exc:  # bad file, column, store: one clear line, no traceback
+        fail(str(exc))
+    except KeyboardInterrupt:
+        fail(
+            f"every answer given so far is saved in {store}; run the same command again to continue",
+            code=130,
+            prefix="interrupted",
+        )
+
+
+app = typer.Typer(
+    cls=OneLineErrors,
+    add_completion=False,
+    no_args_is_help=True,
+    help="jaxclust active-learning commands.",
+)
+app.command()(demo)
+app.command()(annotate)
+
+if __name__ == "__main__":  # pragma: no cover
+    app()
