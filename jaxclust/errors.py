@@ -28,6 +28,7 @@ __all__ = [
     "ExperimentConfigError",
     "ExperimentError",
     "MissingDependencyError",
+    "DistributedError",
 ]
 
 
@@ -123,6 +124,12 @@ class ExperimentError(JaxclustError, RuntimeError):
 class MissingDependencyError(JaxclustError, ImportError):
     """An optional dependency is not installed (e.g. Ray for ``jaxclust experiment run --ray``); the message says
     what to install."""
+
+
+class DistributedError(JaxclustError, RuntimeError):
+    """The multi-process runtime (``jax.distributed``, :mod:`jaxclust.dpmm.distributed`) cannot start as asked,
+    or the processes disagree: a process count other than the one asked for, JAX started before the runtime,
+    processes given different data. The message names the setting, variable or process at fault."""
 
 
 def _make_not_fitted_error() -> type:
