@@ -29,6 +29,7 @@ __all__ = [
     "NumericalError",
     "ExperimentConfigError",
     "ExperimentError",
+    "DistributedError",
 ]
 
 
@@ -144,6 +145,12 @@ class ExperimentConfigError(JaxclustError, ValueError):
 
 class ExperimentError(JaxclustError, RuntimeError):
     """An experiment grid cannot run at all (e.g. the Ray cluster cannot be reached); the message says why."""
+
+
+class DistributedError(JaxclustError, RuntimeError):
+    """The multi-process runtime (``jax.distributed``, :mod:`jaxclust.dpmm.distributed`) cannot start as asked,
+    or the processes disagree: a process count other than the one asked for, JAX started before the runtime,
+    processes given different data. The message names the setting, variable or process at fault."""
 
 
 def _make_not_fitted_error() -> type:

@@ -20,7 +20,9 @@ def test_python_blocks_are_found():
 
 def test_readme_snippet_runs_as_a_script_and_prints_its_results(tmp_path, capsys, monkeypatch):
     blocks = python_blocks(README.read_text(encoding="utf-8"))
-    assert len(blocks) == 1, "one Python snippet expected; give a new one its own test"
+    # the quick start, and the multi-process script (run by tests/dpmm/test_dpmm_distributed.py)
+    assert len(blocks) == 2, "two Python snippets expected; give a new one its own test"
+    assert "distributed.initialize()" in blocks[1]
     script = tmp_path / "quickstart.py"
     script.write_text(blocks[0], encoding="utf-8")
     monkeypatch.chdir(tmp_path)

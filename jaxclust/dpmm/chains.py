@@ -5,6 +5,13 @@ fits and across active-learning rounds as long as ``n``, D, the capacity and the
 same). After each block it reads one flag: if any chain needed a new component while all slots were occupied,
 the capacity doubles (a re-trace), and the block is redone from its starting state with the same keys, so no
 retained sample ever comes from a truncated sampler. Chains shard over devices when several are present.
+
+Over several processes (``jax.distributed``; :mod:`jaxclust.dpmm.distributed`), ``run_chains(..., mesh=)``
+either shards the chains over the mesh's devices (the collapsed sampler: each chain needs every row), or, for
+the sub-cluster sampler, splits the group *rows* over the devices with ``shard_map`` (:mod:`jaxclust.dpmm.rows`)
+and runs every chain on every device. The host loop is the same on every process: it only reads replicated
+values (the overflow flags, the traces) and gathers the labels of retained samples to every process, so every
+process returns the same :class:`ChainResult`, equal to the single-process one for the same seed.
 """
 
 from __future__ import annotations
@@ -16,9 +23,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from jaxclust.dpmm import gibbs
 from jaxclust.dpmm.kernels import Kernel, iterate
+from jaxclust.dpmm.rows import RowAxis
 from jaxclust.errors import InvalidInputError
 
 __all__ = [
@@ -74,12 +84,10 @@ class ChainResult(NamedTuple):
     n_overflow_redos: int = 0
 
 
-@functools.partial(jax.jit, static_argnames=("n_sweeps", "spec"))
-def _run_block(keys, states, data, family, alpha_prior, n_active, *, n_sweeps, spec):
+def _block(keys, states, data, family, alpha_prior, n_active, *, n_sweeps, spec, rows=None):
     """``n_sweeps`` iterations (the first ``n_active`` of them real) of every chain; per-iteration traces."""
-    TRACE_COUNTER["block"] += 1
     sweep_keys = jax.vmap(lambda k: jax.random.split(k, n_sweeps))(keys)  # (C, n_sweeps)
-    vstep = jax.vmap(iterate, in_axes=(0, 0, None, None, None, None))
+    vstep = jax.vmap(functools.partial(iterate, rows=rows), in_axes=(0, 0, None, None, None, None))
 
     def body(states, xs):
         i, ks = xs
@@ -92,9 +100,93 @@ def _run_block(keys, states, data, family, alpha_prior, n_active, *, n_sweeps, s
     return jax.lax.scan(body, states, (jnp.arange(n_sweeps), jnp.swapaxes(sweep_keys, 0, 1)))
 
 
+@functools.partial(jax.jit, static_argnames=("n_sweeps", "spec"))
+def _run_block(keys, states, data, family, alpha_prior, n_active, *, n_sweeps, spec):
+    TRACE_COUNTER["block"] += 1
+    return _block(keys, states, data, family, alpha_prior, n_active, n_sweeps=n_sweeps, spec=spec)
+
+
+def _state_spec(rows: RowAxis):
+    """Row-split states: labels (C, rows) split along the rows, everything else replicated."""
+    rep = P()
+    return gibbs.GibbsState(P(None, rows.name), rep, rep, rep, rep, rep)
+
+
+def data_spec(rows: RowAxis) -> gibbs.GroupData:
+    """How :class:`jaxclust.dpmm.gibbs.GroupData` lies on a mesh when its rows are split over ``rows.name``:
+    per-row fields split, the scalars and the item-to-group map replicated."""
+    row, rep = P(rows.name), P()
+    return gibbs.GroupData(
+        stats=row,
+        valid=row,
+        partners=row,
+        partner_w=row,
+        group_of=rep,
+        n_items=rep,
+        log_const=rep,
+        colour=row,
+        n_colours=rep,
+        feat=row,
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("n_sweeps", "spec", "mesh", "rows"))
+def _run_block_rows(keys, states, data, family, alpha_prior, n_active, *, n_sweeps, spec, mesh, rows):
+    """:func:`_run_block` with the rows split over ``mesh`` (``shard_map``; the collectives are in
+    :mod:`jaxclust.dpmm.rows`). Outputs: states (labels split, the rest replicated) and replicated traces."""
+    TRACE_COUNTER["block"] += 1
+    body = functools.partial(_block, n_sweeps=n_sweeps, spec=spec, rows=rows)
+    rep = P()
+    mapped = jax.shard_map(
+        body,
+        mesh=mesh,
+        in_specs=(rep, _state_spec(rows), data_spec(rows), rep, rep, rep),
+        out_specs=(_state_spec(rows), rep),
+        check_vma=False,  # replicated outputs are reduced (psum/pmin/pmax) or drawn from replicated keys
+    )
+    return mapped(keys, states, data, family, alpha_prior, n_active)
+
+
 @functools.partial(jax.jit, static_argnames=("capacity",))
 def _init_states(z, data, family, alpha, *, capacity):
     return jax.vmap(gibbs.init, in_axes=(0, None, None, None, None))(z, data, family, alpha, capacity)
+
+
+@functools.partial(jax.jit, static_argnames=("capacity", "mesh", "rows"))
+def _init_states_rows(z, data, family, alpha, *, capacity, mesh, rows):
+    init = functools.partial(gibbs.init, capacity=capacity, rows=rows)
+    rep = P()
+    mapped = jax.shard_map(
+        jax.vmap(init, in_axes=(0, None, None, None)),
+        mesh=mesh,
+        in_specs=(P(None, rows.name), data_spec(rows), rep, rep),
+        out_specs=_state_spec(rows),
+        check_vma=False,
+    )
+    return mapped(z, data, family, alpha)
+
+
+_pad_states = jax.jit(gibbs.pad_capacity, static_argnames=("capacity",))
+
+
+def _fetch(tree):
+    """Host NumPy copies of a pytree of arrays; arrays split over other processes' devices are gathered
+    (``process_allgather``, a collective: every process calls it at the same point of the host loop)."""
+
+    def one(a):
+        if isinstance(a, jax.Array) and not (a.is_fully_addressable or a.is_fully_replicated):
+            from jax.experimental import multihost_utils
+
+            return np.asarray(multihost_utils.process_allgather(a, tiled=True))
+        return jax.device_get(a)
+
+    return jax.tree.map(one, tree)
+
+
+def _global(x: np.ndarray, sharding) -> jax.Array:
+    """A global array with ``sharding`` from a host value every process holds in full."""
+    x = np.asarray(x)
+    return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
 
 
 def _relabel_rows(labels: np.ndarray) -> np.ndarray:
@@ -154,13 +246,24 @@ def grown_capacity(capacity: int, max_occupied: int, n_groups: int) -> int:
     return min(want, max(int(n_groups), capacity))
 
 
-def _shard(states, n_chains: int):
-    devices = jax.devices()
+def _shard(states, n_chains: int, mesh=None):
+    """Chains split over ``mesh``'s devices (default: every device JAX sees, of every process), when they
+    divide; otherwise left where they are."""
+    devices = jax.devices() if mesh is None else list(mesh.devices.flat)
     if len(devices) < 2 or n_chains % len(devices):
         return states
     mesh = jax.sharding.Mesh(np.array(devices), ("chains",))
     sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("chains"))
     return jax.device_put(states, sharding)
+
+
+def _grow(states, family, capacity: int, n_chains: int, mesh, rows):
+    """``states`` with ``capacity`` slots, placed as the next block wants them."""
+    if mesh is None:
+        return _shard(gibbs.pad_capacity(states, family, capacity), n_chains)
+    if rows is None:
+        return _shard(_pad_states(states, family, capacity=capacity), n_chains, mesh)
+    return _pad_states(states, family, capacity=capacity)  # the block's shard_map places them
 
 
 def run_chains(
@@ -177,6 +280,7 @@ def run_chains(
     capacity: int | None = None,
     progress: bool = False,
     spec: Kernel = Kernel(),
+    mesh=None,
 ) -> ChainResult:
     """Run ``C = len(group_labels)`` chains from group labels (C, n_rows) satisfying the constraints.
 
@@ -200,36 +304,73 @@ def run_chains(
     spec : Kernel
         What one iteration is (:class:`jaxclust.dpmm.kernels.Kernel`); the default is a collapsed Gibbs sweep
         after one split-merge round.
+    mesh : jax.sharding.Mesh with one axis, optional
+        Devices (of one or several processes) to run on. The sub-cluster sampler splits the group rows over
+        them: ``data`` must then come from :func:`jaxclust.dpmm.distributed.shard_data` (rows padded to a
+        multiple of the mesh size, split along the axis). The collapsed sampler splits the chains over them
+        (padded to a multiple of the mesh size with copies of the first chains, dropped from the result).
+        Every process calls ``run_chains`` alike and gets the same result, equal to the single-device one for
+        the same key. ``None``: chains shard over all devices when they divide evenly.
     """
     group_labels = np.asarray(group_labels, dtype=np.int32)
     n_chains = group_labels.shape[0]
-    if spec.sampler == "subcluster" and not spec.constrained and bool(np.any(np.asarray(data.partners) >= 0)):
+    any_partners = bool(_fetch(jnp.any(data.partners >= 0)))
+    if spec.sampler == "subcluster" and not spec.constrained and any_partners:
         raise InvalidInputError(
             "spec: Kernel('subcluster', constrained=False) would ignore the data's cannot-links and answers; "
             "use constrained=True"
         )
-    n_groups = int(np.sum(np.asarray(data.valid)))
+    n_groups = int(_fetch(jnp.sum(data.valid)))
+    n_rows = int(data.valid.shape[0])
+    rows = None
+    if mesh is not None:
+        from jaxclust.dpmm.distributed import resolve_mesh
+
+        mesh = resolve_mesh(mesh)
+        if spec.sampler == "subcluster":
+            rows = RowAxis(mesh.axis_names[0], int(data.group_of.shape[0]), int(mesh.size), any_partners)
+            if n_rows % rows.n_shards or n_rows < rows.n_rows:
+                raise InvalidInputError(
+                    f"data: {n_rows} group rows do not split evenly over the mesh's {rows.n_shards} devices; "
+                    "pack it with jaxclust.dpmm.distributed.shard_data"
+                )
+            if group_labels.shape[1] < n_rows:  # padding rows: slot 0, never moved
+                group_labels = np.pad(group_labels, ((0, 0), (0, n_rows - group_labels.shape[1])))
+            n_rows = rows.n_rows  # capacities as on one device (the padding is not items)
+    n_real = n_chains
+    if mesh is not None and rows is None and n_chains % mesh.size:
+        # chains split over the devices: pad with copies of the first chains (same labels, same keys, hence
+        # the same trajectories), dropped from the result
+        n_chains = -(-n_chains // mesh.size) * mesh.size
+        group_labels = group_labels[np.arange(n_chains) % n_real]
     # slots in use: labels index slots directly (repaired labels are compact: this is the component count)
     n_used = int(group_labels[:, :n_groups].max()) + 1 if n_groups else 1
-    n_rows = int(data.valid.shape[0])
     capacity = initial_capacity(n_used, n_rows, capacity)
     dtype = data.n_items.dtype
     # alpha fixed or inferred is a traced flag, so both share one compile
     infer = alpha_prior is not None
     a, b = alpha_prior if infer else (1.0, 1.0)
     alpha_prior = (jnp.asarray(a, dtype), jnp.asarray(b, dtype), jnp.asarray(infer))
-    states = _init_states(
-        jnp.asarray(group_labels), data, family, jnp.asarray(alpha, dtype), capacity=capacity
-    )
-    states = _shard(states, n_chains)
-    chain_keys = jax.random.split(key, n_chains)
+    if rows is not None:
+        z0 = _global(group_labels, NamedSharding(mesh, P(None, rows.name)))
+        states = _init_states_rows(
+            z0, data, family, jnp.asarray(alpha, dtype), capacity=capacity, mesh=mesh, rows=rows
+        )
+    else:
+        states = _init_states(
+            jnp.asarray(group_labels), data, family, jnp.asarray(alpha, dtype), capacity=capacity
+        )
+        states = _shard(states, n_chains, mesh)
+    chain_keys = jax.random.split(key, n_real)
+    if n_chains > n_real:
+        chain_keys = chain_keys[jnp.arange(n_chains) % n_real]
     n_burn_blocks = -(-n_burnin // thin) if n_burnin > 0 else 0
     blocks = [(min(thin, n_burnin - b * thin), False) for b in range(n_burn_blocks)]
     blocks += [(thin, True)] * n_samples
     growths = redos = 0
     traces, kept = [], []
     iterator = range(len(blocks))
-    if progress:
+    if progress and jax.process_index() == 0:
         from tqdm.auto import tqdm
 
         iterator = tqdm(iterator, desc="DPMM sweeps", unit="block")
@@ -237,10 +378,24 @@ def run_chains(
         n_active, keep = blocks[b]
         keys = jax.vmap(lambda k, b=b: jax.random.fold_in(k, b))(chain_keys)
         while True:
-            new_states, (lj, kk, al) = _run_block(
-                keys, states, data, family, alpha_prior, jnp.asarray(n_active), n_sweeps=thin, spec=spec
-            )
-            if not bool(jnp.any(new_states.overflow)):
+            if rows is None:
+                new_states, (lj, kk, al) = _run_block(
+                    keys, states, data, family, alpha_prior, jnp.asarray(n_active), n_sweeps=thin, spec=spec
+                )
+            else:
+                new_states, (lj, kk, al) = _run_block_rows(
+                    keys,
+                    states,
+                    data,
+                    family,
+                    alpha_prior,
+                    jnp.asarray(n_active),
+                    n_sweeps=thin,
+                    spec=spec,
+                    mesh=mesh,
+                    rows=rows,
+                )
+            if not bool(np.any(_fetch(new_states.overflow))):
                 break
             # a chain needed a slot it did not have: grow, and redo the block from its start with the same
             # keys
@@ -249,22 +404,22 @@ def run_chains(
             capacity = grown_capacity(capacity, capacity, n_rows)
             growths += 1
             redos += 1
-            states = _shard(gibbs.pad_capacity(states, family, capacity), n_chains)
+            states = _grow(states, family, capacity, n_chains, mesh, rows)
         states = new_states
-        trace = jax.device_get((lj[:n_active], kk[:n_active], al[:n_active]))
+        trace = tuple(t[:n_active, :n_real] for t in _fetch((lj, kk, al)))
         traces.append(trace)
         occupied = int(trace[1].max()) if n_active > 0 else 0
         if occupied + headroom(capacity) > capacity and capacity < n_groups and b + 1 < len(blocks):
             # proactive growth: cheaper than an overflow, which would redo a block
             capacity = grown_capacity(capacity, occupied, n_rows)
             growths += 1
-            states = _shard(gibbs.pad_capacity(states, family, capacity), n_chains)
+            states = _grow(states, family, capacity, n_chains, mesh, rows)
         if keep:
-            kept.append(
-                jax.device_get((states.z, states.log_joint, states.alpha, jnp.sum(states.counts > 0, -1)))
-            )
-    group_of = np.asarray(data.group_of)
-    final = _relabel_rows(np.asarray(states.z)[:, group_of])
+            got = _fetch((states.z, states.log_joint, states.alpha, jnp.sum(states.counts > 0, -1)))
+            kept.append(tuple(a[:n_real] for a in got))
+    n_chains = n_real
+    group_of = np.asarray(_fetch(data.group_of))
+    final = _relabel_rows(np.asarray(_fetch(states.z))[:n_real][:, group_of])
     if kept:
         z = np.stack([k[0] for k in kept], axis=1)[:, :, group_of]  # (C, S, n)
         samples = _relabel_rows(z.reshape(-1, z.shape[-1])).reshape(z.shape)

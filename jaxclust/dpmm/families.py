@@ -22,7 +22,9 @@ computed
   grouping of the groups (``seg`` (rows,) each row's segment in ``[0, S)``; rows outside are ignored), of the
   union of two such segments, and the slots they give. Segment sums are scatter-adds and the scatter about the
   segment mean is a second pass (no cancellation in float32); the split-merge kernel uses them for proposed
-  components.
+  components. ``segment_stats`` and ``slots_from_groups`` take an optional ``axis_name``: inside
+  ``shard_map`` with the rows split over that mesh axis, every segment sum is also summed over the devices
+  (``psum``, before the second pass), so each device gets the statistics of all rows.
 * ``split_view(gs)`` -> ``(feat, within)`` (rows, D'): a feature vector per group and its members' scatter about
   it, the space in which split proposals run 2-means (:mod:`jaxclust.dpmm.splitmerge`).
 * ``draw_params(key, slots)``, ``loglik_features(gs)`` (rows, F) and ``group_loglik(params, gs, feat)`` ->
@@ -57,9 +59,11 @@ _LOG_2PI = math.log(2.0 * math.pi)
 _LOG_PI = math.log(math.pi)
 
 
-def _segsum(x: jax.Array, seg: jax.Array, n: int) -> jax.Array:
-    """Sum of rows of ``x`` per segment ``seg`` (scatter-add; segment ids outside ``[0, n)`` are dropped)."""
-    return jax.ops.segment_sum(x, seg, num_segments=n)
+def _segsum(x: jax.Array, seg: jax.Array, n: int, axis_name: str | None = None) -> jax.Array:
+    """Sum of rows of ``x`` per segment ``seg`` (scatter-add; segment ids outside ``[0, n)`` are dropped); with
+    ``axis_name`` (inside ``shard_map``, rows split over that mesh axis) summed over the devices too."""
+    out = jax.ops.segment_sum(x, seg, num_segments=n)
+    return out if axis_name is None else jax.lax.psum(out, axis_name)
 
 
 def _group_sum(values: np.ndarray, group_of: np.ndarray, n_rows: int) -> np.ndarray:
@@ -240,13 +244,14 @@ class NormalGamma(eqx.Module):
             norm = table[0, new] - table[0, old] - table[1, new]
         return slots.cache + norm - shape * jnp.sum(jnp.log(rate), -1) - 0.5 * D * gs.size * _LOG_2PI
 
-    def segment_stats(self, seg: jax.Array, gs: NGStats, n_segments: int) -> NGStats:
-        """Statistics of each segment (``n_segments`` leading) of the group rows."""
-        n = _segsum(gs.size, seg, n_segments)
-        xbar = _segsum(gs.size[:, None] * gs.mean, seg, n_segments) / jnp.maximum(n, 1.0)[:, None]
+    def segment_stats(self, seg: jax.Array, gs: NGStats, n_segments: int, axis_name=None) -> NGStats:
+        """Statistics of each segment (``n_segments`` leading) of the group rows (``axis_name``: rows split
+        over that mesh axis, see :mod:`jaxclust.dpmm.rows`)."""
+        n = _segsum(gs.size, seg, n_segments, axis_name)
+        xbar = _segsum(gs.size[:, None] * gs.mean, seg, n_segments, axis_name) / jnp.maximum(n, 1.0)[:, None]
         # scatter about the segment mean = within-group scatter + between-group part (two-pass, centred)
         dev2 = gs.size[:, None] * (gs.mean - xbar[jnp.clip(seg, 0, n_segments - 1)]) ** 2
-        return NGStats(n, xbar, _segsum(gs.m2 + dev2, seg, n_segments))
+        return NGStats(n, xbar, _segsum(gs.m2 + dev2, seg, n_segments, axis_name))
 
     def combine_stats(self, a: NGStats, b: NGStats) -> NGStats:
         """Statistics of the union of two disjoint segments (Chan et al.'s pairwise update)."""
@@ -260,8 +265,8 @@ class NormalGamma(eqx.Module):
         prior = jax.tree.map(lambda a: jnp.broadcast_to(a, (K,) + a.shape), self.prior_slot())
         return jax.vmap(self.add)(prior, stats)
 
-    def slots_from_groups(self, z: jax.Array, gs: NGStats, K: int) -> NGSlot:
-        return self.slots_from_stats(self.segment_stats(z, gs, K))
+    def slots_from_groups(self, z: jax.Array, gs: NGStats, K: int, axis_name=None) -> NGSlot:
+        return self.slots_from_stats(self.segment_stats(z, gs, K, axis_name))
 
     def split_view(self, gs: NGStats):
         return gs.mean, gs.m2
@@ -448,12 +453,12 @@ class NormalInverseWishart(eqx.Module):
             norm = table[0, new] - table[0, old] - table[1, new]
         return slots.cache + norm - 0.5 * dof * _logdet_pd(scale) - 0.5 * D * gs.size * _LOG_PI
 
-    def segment_stats(self, seg: jax.Array, gs: NIWStats, n_segments: int) -> NIWStats:
-        n = _segsum(gs.size, seg, n_segments)
-        xbar = _segsum(gs.size[:, None] * gs.mean, seg, n_segments) / jnp.maximum(n, 1.0)[:, None]
+    def segment_stats(self, seg: jax.Array, gs: NIWStats, n_segments: int, axis_name=None) -> NIWStats:
+        n = _segsum(gs.size, seg, n_segments, axis_name)
+        xbar = _segsum(gs.size[:, None] * gs.mean, seg, n_segments, axis_name) / jnp.maximum(n, 1.0)[:, None]
         dev = gs.mean - xbar[jnp.clip(seg, 0, n_segments - 1)]  # (rows, D)
         per_group = gs.scatter + gs.size[:, None, None] * dev[:, :, None] * dev[:, None, :]
-        return NIWStats(n, xbar, _segsum(per_group, seg, n_segments))
+        return NIWStats(n, xbar, _segsum(per_group, seg, n_segments, axis_name))
 
     def combine_stats(self, a: NIWStats, b: NIWStats) -> NIWStats:
         n = a.size + b.size
@@ -467,8 +472,8 @@ class NormalInverseWishart(eqx.Module):
         prior = jax.tree.map(lambda a: jnp.broadcast_to(a, (K,) + a.shape), self.prior_slot())
         return jax.vmap(self.add)(prior, stats)
 
-    def slots_from_groups(self, z: jax.Array, gs: NIWStats, K: int) -> NIWSlot:
-        return self.slots_from_stats(self.segment_stats(z, gs, K))
+    def slots_from_groups(self, z: jax.Array, gs: NIWStats, K: int, axis_name=None) -> NIWSlot:
+        return self.slots_from_stats(self.segment_stats(z, gs, K, axis_name))
 
     def split_view(self, gs: NIWStats):
         return gs.mean, jnp.diagonal(gs.scatter, axis1=-2, axis2=-1)
@@ -626,10 +631,13 @@ class DirichletMultinomial(eqx.Module):
         new = slots.conc + gs.counts
         return slots.cache - gammaln(jnp.sum(new, -1)) + jnp.sum(gammaln(new), -1) + gs.coef
 
-    def segment_stats(self, seg: jax.Array, gs: DMStats, n_segments: int) -> DMStats:
-        counts = _segsum(gs.counts, seg, n_segments)
+    def segment_stats(self, seg: jax.Array, gs: DMStats, n_segments: int, axis_name=None) -> DMStats:
+        counts = _segsum(gs.counts, seg, n_segments, axis_name)
         return DMStats(
-            _segsum(gs.size, seg, n_segments), counts, counts.sum(-1), _segsum(gs.coef, seg, n_segments)
+            _segsum(gs.size, seg, n_segments, axis_name),
+            counts,
+            counts.sum(-1),
+            _segsum(gs.coef, seg, n_segments, axis_name),
         )
 
     def combine_stats(self, a: DMStats, b: DMStats) -> DMStats:
@@ -638,8 +646,8 @@ class DirichletMultinomial(eqx.Module):
     def slots_from_stats(self, stats: DMStats) -> DMSlot:
         return self._cached(self.concentration + stats.counts)
 
-    def slots_from_groups(self, z: jax.Array, gs: DMStats, K: int) -> DMSlot:
-        return self._cached(self.concentration + _segsum(gs.counts, z, K))
+    def slots_from_groups(self, z: jax.Array, gs: DMStats, K: int, axis_name=None) -> DMSlot:
+        return self._cached(self.concentration + _segsum(gs.counts, z, K, axis_name))
 
     def split_view(self, gs: DMStats):
         # category proportions of each group's pooled counts (the members' spread is not tracked)

@@ -35,6 +35,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from jaxclust.constraints import _next_pow2
+from jaxclust.dpmm import rows as _rows
 from jaxclust.dpmm.alpha import escobar_west
 
 # Smallest cannot-link table width: wide enough that early rounds of active learning never re-compile the sweep.
@@ -52,6 +53,7 @@ __all__ = [
     "build_kernel",
     "log_joint",
     "pad_capacity",
+    "layout",
 ]
 
 
@@ -132,23 +134,10 @@ def prepare(
         Also compute the log-likelihood features of the parallel sampler (``family.loglik_features``).
     """
     n = X.shape[0]
-    if constraints is None:
-        group_of = np.arange(n, dtype=np.int32)
-        n_groups = n
-        partners = np.full((n, partner_capacity or MIN_PARTNER_CAPACITY), -1, dtype=np.int32)
-        partner_w = np.zeros(partners.shape)
-    else:
-        group_of = np.asarray(constraints.group_of, dtype=np.int32)
-        n_groups = constraints.n_groups
-        cap = partner_capacity
-        degree = constraints.max_partner_degree
-        if cap is None or cap < degree:  # unset or outgrown: the geometric default
-            cap = max(MIN_PARTNER_CAPACITY, _next_pow2(degree))
-        partners, partner_w = constraints.partner_table(cap, n_rows=n)
+    group_of, n_groups, partners, partner_w, colour, n_colours = layout(constraints, n, partner_capacity)
     stats = family.group_stats(X, group_of, n)
     log_const = float(np.sum(stats.coef)) if hasattr(stats, "coef") else 0.0
     log_const += float(log_jacobian) + (0.0 if constraints is None else constraints.log_answer_constant)
-    colour, n_colours = (np.zeros(n, np.int32), 1) if constraints is None else constraints.colouring(n)
     stats = jax.tree.map(lambda a: jnp.asarray(a, dtype), stats)
     feat = family.loglik_features(stats) if features else jnp.zeros((n, 0), dtype)
     return GroupData(
@@ -165,15 +154,33 @@ def prepare(
     )
 
 
+def layout(constraints, n: int, partner_capacity: int | None = None):
+    """Host-side group layout of ``n`` items: ``(group_of (n,), n_groups, partners (n, cap), partner_w (n,
+    cap), colour (n,), n_colours)`` (see :class:`GroupData` and :func:`prepare`)."""
+    if constraints is None:
+        group_of = np.arange(n, dtype=np.int32)
+        partners = np.full((n, partner_capacity or MIN_PARTNER_CAPACITY), -1, dtype=np.int32)
+        return group_of, n, partners, np.zeros(partners.shape), np.zeros(n, np.int32), 1
+    group_of = np.asarray(constraints.group_of, dtype=np.int32)
+    cap = partner_capacity
+    degree = constraints.max_partner_degree
+    if cap is None or cap < degree:  # unset or outgrown: the geometric default
+        cap = max(MIN_PARTNER_CAPACITY, _next_pow2(degree))
+    partners, partner_w = constraints.partner_table(cap, n_rows=n)
+    colour, n_colours = constraints.colouring(n)
+    return group_of, constraints.n_groups, partners, partner_w, colour, n_colours
+
+
 def _dim(stats) -> int:
     """Feature dimension D of group statistics (the trailing axis of the group means / counts)."""
     return stats[1].shape[-1]
 
 
-def _refresh(z, data: GroupData, family, K: int):
-    """Counts and slot parameters recomputed from the assignment (exact, centred; no accumulated drift)."""
-    counts = jax.ops.segment_sum(data.stats.size, z, num_segments=K)  # padded rows have size 0
-    return counts, family.slots_from_groups(z, data.stats, K)
+def _refresh(z, data: GroupData, family, K: int, rows=None):
+    """Counts and slot parameters recomputed from the assignment (exact, centred; no accumulated drift).
+    ``rows``: the rows are split over devices (:mod:`jaxclust.dpmm.rows`); the sums are then reduced."""
+    counts = _rows.segment_sum(data.stats.size, z, K, rows)  # padded rows have size 0
+    return counts, family.slots_from_groups(z, data.stats, K, _rows.axis_name(rows))
 
 
 def partner_terms(partner_slot, partner_w, slot_ids):
@@ -187,17 +194,22 @@ def partner_terms(partner_slot, partner_w, slot_ids):
     return forbidden, soft
 
 
-def answer_log_likelihood(z, data: GroupData) -> jax.Array:
+def answer_log_likelihood(z, data: GroupData, rows=None) -> jax.Array:
     """The ``z``-dependent part of ``ln p(answers | z)``: the soft weights of partner pairs sharing a slot
-    (each pair seen from both ends, so halved). Cannot-links (``-inf``) are satisfied in every valid state."""
+    (each pair seen from both ends, so halved). Cannot-links (``-inf``) are satisfied in every valid state.
+    ``rows``: the rows are split over devices (partners' labels are all-gathered, the sum reduced)."""
+    if rows is not None and not rows.partners:
+        return jnp.zeros((), data.partner_w.dtype)
     p = data.partners
-    same = (p >= 0) & (z[jnp.maximum(p, 0)] == z[:, None]) & data.valid[:, None]
-    return 0.5 * jnp.sum(jnp.where(same & ~jnp.isneginf(data.partner_w), data.partner_w, 0.0))
+    same = (p >= 0) & (_rows.gather(z, rows)[jnp.maximum(p, 0)] == z[:, None]) & data.valid[:, None]
+    return _rows.psum(
+        0.5 * jnp.sum(jnp.where(same & ~jnp.isneginf(data.partner_w), data.partner_w, 0.0)), rows
+    )
 
 
-def log_joint(counts, slots, alpha, data: GroupData, family, z=None) -> jax.Array:
+def log_joint(counts, slots, alpha, data: GroupData, family, z=None, rows=None) -> jax.Array:
     """``ln p(X, A, z | alpha)``: CRP partition prior, each occupied slot's log marginal likelihood and (with
-    ``z``) the soft answers' likelihood."""
+    ``z``) the soft answers' likelihood (``rows``: see :func:`answer_log_likelihood`)."""
     occupied = counts > 0
     n_comp = occupied.sum()
     crp = (
@@ -207,18 +219,18 @@ def log_joint(counts, slots, alpha, data: GroupData, family, z=None) -> jax.Arra
         + jnp.sum(jnp.where(occupied, gammaln(jnp.where(occupied, counts, 1.0)), 0.0))
     )
     lml = jnp.sum(jnp.where(occupied, family.log_marginal(slots), 0.0))
-    answers = 0.0 if z is None else answer_log_likelihood(z, data)
+    answers = 0.0 if z is None else answer_log_likelihood(z, data, rows)
     return crp + lml + answers + data.log_const
 
 
-def init(z, data: GroupData, family, alpha, capacity: int) -> GibbsState:
+def init(z, data: GroupData, family, alpha, capacity: int, rows=None) -> GibbsState:
     """A state from group assignments ``z`` (n_rows,) with slots ``< capacity`` (satisfying the
-    constraints)."""
+    constraints); ``rows``: the rows are split over devices (:mod:`jaxclust.dpmm.rows`)."""
     z = jnp.asarray(z, jnp.int32)
     alpha = jnp.asarray(alpha, data.n_items.dtype)
-    counts, slots = _refresh(z, data, family, capacity)
+    counts, slots = _refresh(z, data, family, capacity, rows)
     return GibbsState(
-        z, counts, slots, alpha, jnp.asarray(False), log_joint(counts, slots, alpha, data, family, z)
+        z, counts, slots, alpha, jnp.asarray(False), log_joint(counts, slots, alpha, data, family, z, rows)
     )
 
 
@@ -312,18 +324,19 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
     return finish(k_alpha, z, state._replace(overflow=overflow), data, family, alpha_prior)
 
 
-def finish(key, z, state: GibbsState, data: GroupData, family, alpha_prior=None) -> GibbsState:
+def finish(key, z, state: GibbsState, data: GroupData, family, alpha_prior=None, rows=None) -> GibbsState:
     """End of an iteration: counts and slots recomputed from ``z`` (exact), alpha | K (Escobar-West) when
-    ``alpha_prior`` is given (see :func:`sweep`), and the log joint."""
+    ``alpha_prior`` is given (see :func:`sweep`), and the log joint. ``rows``: the rows are split over devices
+    (:mod:`jaxclust.dpmm.rows`); counts, slots, alpha and the log joint are then the same on every device."""
     K = state.counts.shape[0]
-    counts, slots = _refresh(z, data, family, K)
+    counts, slots = _refresh(z, data, family, K, rows)
     alpha = state.alpha
     if alpha_prior is not None:
         n_comp = jnp.sum(counts > 0).astype(counts.dtype)
         drawn = escobar_west(key, alpha, n_comp, data.n_items, alpha_prior[0], alpha_prior[1])
         alpha = jnp.where(alpha_prior[2], drawn, alpha) if len(alpha_prior) == 3 else drawn
     return GibbsState(
-        z, counts, slots, alpha, state.overflow, log_joint(counts, slots, alpha, data, family, z)
+        z, counts, slots, alpha, state.overflow, log_joint(counts, slots, alpha, data, family, z, rows)
     )
 
 

@@ -42,17 +42,25 @@ class Kernel(NamedTuple):
     constrained: bool = True
 
 
-def iterate(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, alpha_prior, spec: Kernel):
-    """One iteration (see the module docstring); ``alpha_prior`` as in :func:`jaxclust.dpmm.gibbs.sweep`."""
+def iterate(
+    key, state: gibbs.GibbsState, data: gibbs.GroupData, family, alpha_prior, spec: Kernel, rows=None
+):
+    """One iteration (see the module docstring); ``alpha_prior`` as in :func:`jaxclust.dpmm.gibbs.sweep`.
+
+    ``rows`` (static, sub-cluster sampler only): inside ``shard_map`` with the group rows split over a mesh
+    axis (:class:`jaxclust.dpmm.rows.RowAxis`); the iteration then computes what it computes on one device.
+    """
+    if rows is not None and spec.sampler != "subcluster":
+        raise ValueError("rows: only the sub-cluster sampler splits rows over devices")
     k_sm, k_main, k_alpha = jax.random.split(key, 3)
     for r in range(spec.split_merge):
         state = splitmerge.split_merge(
-            jax.random.fold_in(k_sm, r), state, data, family, n_steps=spec.kmeans_steps
+            jax.random.fold_in(k_sm, r), state, data, family, n_steps=spec.kmeans_steps, rows=rows
         )
     if spec.sampler == "collapsed":
         if spec.gibbs:
             return gibbs.sweep(k_main, state, data, family, alpha_prior)
         z = state.z
     else:
-        z = subcluster.restricted_step(k_main, state, data, family, spec.constrained)
-    return gibbs.finish(k_alpha, z, state, data, family, alpha_prior)
+        z = subcluster.restricted_step(k_main, state, data, family, spec.constrained, rows)
+    return gibbs.finish(k_alpha, z, state, data, family, alpha_prior, rows)

@@ -173,6 +173,7 @@ def sample(
     progress: bool = False,
     sampler: str = "auto",
     split_merge: int = 1,
+    mesh=None,
 ) -> chains.ChainResult:
     """Draw posterior samples of the partition under a (constrained) DPMM.
 
@@ -213,6 +214,12 @@ def sample(
     split_merge : int
         Split-merge rounds per iteration (0 turns them off and leaves the local moves alone, which cannot
         split a component: only for comparison).
+    mesh : None, "all" or a one-axis jax.sharding.Mesh
+        Devices to run on, of this process or of several (``jax.distributed``; see
+        :mod:`jaxclust.dpmm.distributed`): ``"all"`` is every device of every process. The sub-cluster sampler
+        splits the must-link groups over them, the collapsed sampler the chains. Every process calls
+        ``sample`` with the same arguments and gets the same result, equal to the single-device result for the
+        same seed. ``None``: this process's devices, chains split over them when they divide evenly.
 
     Returns
     -------
@@ -231,6 +238,10 @@ def sample(
         _check_int(thin, "thin", 1)
     alpha = check_positive(alpha, "alpha")
     alpha_prior = _check_alpha_prior(alpha_prior)
+    if mesh is not None:
+        from jaxclust.dpmm import distributed
+
+        mesh = distributed.resolve_mesh(mesh)
     constraints = as_constraints(constraints, n, where="jaxclust.dpmm.sample")
     n_groups = n if constraints is None else constraints.n_groups
     settings = resolve_settings(
@@ -260,15 +271,20 @@ def sample(
     for c in range(n_chains):
         g = chains.repair_labels(item_labels[c], constraints)
         group_labels[c, : len(g)] = g
-    data = gibbs.prepare(
-        prepared.X,
-        constraints,
-        family,
-        dtype,
-        partner_capacity,
-        prepared.log_jacobian,
-        sampler == "subcluster",
-    )
+    if mesh is not None and sampler == "subcluster":
+        data = distributed.shard_data(
+            prepared.X, constraints, family, mesh, dtype, partner_capacity, prepared.log_jacobian
+        )
+    else:
+        data = gibbs.prepare(
+            prepared.X,
+            constraints,
+            family,
+            dtype,
+            partner_capacity,
+            prepared.log_jacobian,
+            sampler == "subcluster",
+        )
     # the colour loop is the parallel sampler's only; a fixed flag keeps the collapsed compile across rounds
     constrained = sampler == "subcluster" and constraints is not None and constraints.max_partner_degree > 0
     spec = Kernel(sampler, split_merge=split_merge, constrained=constrained)
@@ -285,6 +301,7 @@ def sample(
         capacity=capacity,
         progress=progress,
         spec=spec,
+        mesh=mesh,
     )
 
 
@@ -321,7 +338,10 @@ class DPMM(ClusterMixin, BaseEstimator):
     reports split R-hat and ESS of the log joint, the number of components and alpha.
 
     Many chains run at once (``vmap``; sharded over devices when several are present: on a multi-core CPU, set
-    ``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>`` before JAX starts).
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>`` before JAX starts). With ``mesh="all"`` the fit
+    runs over every device of every process of a ``jax.distributed`` job (:mod:`jaxclust.dpmm.distributed`):
+    the sub-cluster sampler splits the must-link groups over the devices, the collapsed sampler the chains;
+    every process fits the same data and gets the same attributes.
 
     Parameters
     ----------
@@ -348,6 +368,9 @@ class DPMM(ClusterMixin, BaseEstimator):
     split_merge : int
         Split-merge rounds per iteration; 0 leaves the local moves alone, which cannot split a component (for
         comparisons only).
+    mesh : None, "all" or a one-axis jax.sharding.Mesh
+        Devices to fit on (see :func:`sample`); the samples are those of the single-device fit with the same
+        ``random_state``.
 
     Attributes
     ----------
@@ -377,6 +400,7 @@ class DPMM(ClusterMixin, BaseEstimator):
         random_state=0,
         sampler="auto",
         split_merge=1,
+        mesh=None,
     ):
         self.prior = prior
         self.alpha = alpha
@@ -389,6 +413,7 @@ class DPMM(ClusterMixin, BaseEstimator):
         self.random_state = random_state
         self.sampler = sampler
         self.split_merge = split_merge
+        self.mesh = mesh
 
     def fit(self, X, constraints=None, init_labels=None, n_burnin=None, progress=False):
         """Sample the posterior over partitions of ``X`` (n, D) under ``constraints``.
@@ -432,6 +457,7 @@ class DPMM(ClusterMixin, BaseEstimator):
             progress=progress,
             sampler=self.settings_["sampler"],
             split_merge=self.split_merge,
+            mesh=self.mesh,
         )
         C, S, n = res.samples.shape
         self.samples_ = res.samples.reshape(C * S, n).astype(np.int64)

@@ -52,6 +52,7 @@ import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
 from jaxclust.dpmm import gibbs
+from jaxclust.dpmm import rows as _rows
 
 __all__ = ["split_merge", "KMEANS_STEPS", "SUBSAMPLE"]
 
@@ -71,32 +72,42 @@ def _segsum(x, seg, n):
     return jax.ops.segment_sum(x, seg, num_segments=n)
 
 
-def _launch(key, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps):
-    """2-means launch of every pair at once. Returns the (rows,) log-odds of the right side."""
-    n_rows = feat.shape[0]
+def _launch(key, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps, rows=None):
+    """2-means launch of every pair at once. Returns the (rows,) log-odds of the right side.
+
+    ``rows``: the rows are split over devices (:mod:`jaxclust.dpmm.rows`). Below ``SUBSAMPLE`` rows each
+    device runs the 2-means on its own rows and every sum over rows is reduced (``psum``); above, the subsample
+    rows are gathered to every device (exactly) and the 2-means runs on them alike everywhere.
+    """
+    n_rows = feat.shape[0] if rows is None else rows.n_rows
     dtype = feat.dtype
     if n_rows > SUBSAMPLE:
-        n_valid = jnp.maximum(jnp.sum(valid), 1)  # valid rows are a prefix
+        n_valid = jnp.maximum(_rows.psum(jnp.sum(valid), rows), 1)  # valid rows are a prefix
         sub = jnp.concatenate(
             [jax.random.randint(key, (SUBSAMPLE,), 0, n_valid), jnp.maximum(i_row, 0), jnp.maximum(j_row, 0)]
         )
+        take = lambda x: _rows.take(x, sub, rows)  # noqa: E731
+        red = lambda x: x  # noqa: E731  (the subsample is on every device: nothing to reduce)
     else:
-        sub = jnp.arange(n_rows)
-    f, wt, sp = feat[sub], jnp.where(valid[sub], size[sub], 0.0), pair[sub]
-    wi = within[sub]
+        sub = _rows.row_ids(feat.shape[0], rows)  # arange(n_rows) on one device
+        take = (lambda x: x[sub]) if rows is None else (lambda x: x)  # noqa: E731
+        red = lambda x: _rows.psum(x, rows)  # noqa: E731
+    f, wt, sp = take(feat), jnp.where(take(valid), take(size), 0.0), take(pair)
+    wi = take(within)
     seg = jnp.where(wt > 0, sp, n_pairs)
     pin_i, pin_j = sub == i_row[sp], sub == j_row[sp]
     # whole-sample and per-pair variances (shrunk towards the whole sample's)
-    tot = jnp.maximum(jnp.sum(wt), 1.0)
-    g_mean = jnp.sum(wt[:, None] * f, 0) / tot
-    g_var = jnp.sum(wt[:, None] * (f - g_mean) ** 2 + wi, 0) / tot
+    tot = jnp.maximum(red(jnp.sum(wt)), 1.0)
+    g_mean = red(jnp.sum(wt[:, None] * f, 0)) / tot
+    g_var = red(jnp.sum(wt[:, None] * (f - g_mean) ** 2 + wi, 0)) / tot
     g_var = jnp.maximum(g_var, 1e-6 * jnp.mean(g_var) + 1e-12)
-    s0 = _segsum(wt, seg, n_pairs)[:, None]
-    s1 = _segsum(wt[:, None] * f, seg, n_pairs)
+    s0 = red(_segsum(wt, seg, n_pairs))[:, None]
+    s1 = red(_segsum(wt[:, None] * f, seg, n_pairs))
     mean = s1 / jnp.maximum(s0, 1e-30)
-    dev2 = _segsum(wt[:, None] * (f - mean[sp]) ** 2 + wi, seg, n_pairs)
+    dev2 = red(_segsum(wt[:, None] * (f - mean[sp]) ** 2 + wi, seg, n_pairs))
     scale = (s0 + SHRINK) / (dev2 + SHRINK * g_var)  # (P, D'): whitening of each union
-    centres = jnp.stack([feat[jnp.maximum(i_row, 0)], feat[jnp.maximum(j_row, 0)]], axis=1).astype(dtype)
+    seeds = (_rows.take(feat, jnp.maximum(i_row, 0), rows), _rows.take(feat, jnp.maximum(j_row, 0), rows))
+    centres = jnp.stack(seeds, axis=1).astype(dtype)
     own = jnp.stack([2 * sp, 2 * sp + 1], axis=1)  # (sub, 2): the row's two centres among all 2P
     f2 = f**2
 
@@ -112,15 +123,15 @@ def _launch(key, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps
 
     def centroid(side):
         seg2 = jnp.where(wt > 0, 2 * sp + side, 2 * n_pairs)
-        n = _segsum(wt, seg2, 2 * n_pairs)
-        c = _segsum(wt[:, None] * f, seg2, 2 * n_pairs) / jnp.maximum(n, 1e-30)[:, None]
+        n = red(_segsum(wt, seg2, 2 * n_pairs))
+        c = red(_segsum(wt[:, None] * f, seg2, 2 * n_pairs)) / jnp.maximum(n, 1e-30)[:, None]
         return c.reshape(n_pairs, 2, -1), n.reshape(n_pairs, 2), seg2
 
     centres = jax.lax.fori_loop(0, n_steps, lambda _, c: centroid(assign(c))[0], centres)
     side = assign(centres)
     centres, n_side, seg2 = centroid(side)
     dev = f - centres.reshape(2 * n_pairs, -1)[seg2.clip(0, 2 * n_pairs - 1)]
-    within_var = _segsum(wt[:, None] * dev**2 + wi, seg, n_pairs)
+    within_var = red(_segsum(wt[:, None] * dev**2 + wi, seg, n_pairs))
     inv = (s0 + SHRINK) / (within_var + SHRINK * g_var)  # (P, D') pooled within-side precision
     # l_g = m_g (f_g . a_p + b_p) + ln(n_R / n_L): linear in f_g, so one (rows, P) product and a selection
     a = inv * (centres[:, 1] - centres[:, 0])
@@ -131,7 +142,9 @@ def _launch(key, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps
     return jnp.clip(size * (lin + b[pair]) + prior[pair], -MAX_LOGIT, MAX_LOGIT)
 
 
-def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, n_steps: int = KMEANS_STEPS):
+def split_merge(
+    key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, n_steps: int = KMEANS_STEPS, rows=None
+):
     """One round of split-merge proposals over all components (see the module docstring).
 
     Parameters
@@ -142,6 +155,10 @@ def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, 
     family : prepared family
     n_steps : int, static
         2-means steps of each launch.
+    rows : RowAxis, static, optional
+        The rows are split over devices (:mod:`jaxclust.dpmm.rows`): seeds are a ``pmin``/``pmax`` over
+        devices, part statistics a ``psum``, partners' labels an ``all_gather``; the pairing and the acceptance
+        scan are computed from the reduced quantities with the same keys on every device.
 
     Returns
     -------
@@ -154,7 +171,7 @@ def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, 
     n_labels, n_pairs = 2 * V, V
     dtype = state.counts.dtype
     valid = data.valid
-    rows = jnp.arange(z.shape[0])
+    row_id = _rows.row_ids(z.shape[0], rows)
     k_place, k_seed, k_orient, k_side, k_acc, k_sub = jax.random.split(key, 6)
 
     # 1. pairing: occupied slots at uniformly random labels
@@ -176,38 +193,38 @@ def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, 
     pseg = jnp.where(valid, pair, n_pairs)
 
     # seeds: the first and second group of each label in a uniformly random order
-    u = jnp.where(valid, jax.random.uniform(k_seed, z.shape, dtype), 2.0)
-    first_u = jax.ops.segment_min(u, seg_lab, num_segments=n_labels)
+    u = jnp.where(valid, _rows.uniform(k_seed, z.shape, dtype, rows), 2.0)
+    first_u = _rows.segment_min(u, seg_lab, n_labels, rows)
     is_first = valid & (u == first_u[lab])
-    second_u = jax.ops.segment_min(jnp.where(is_first, 2.0, u), seg_lab, num_segments=n_labels)
+    second_u = _rows.segment_min(jnp.where(is_first, 2.0, u), seg_lab, n_labels, rows)
     is_second = valid & ~is_first & (u == second_u[lab])
     on_keep = side == keep[pair]
     is_i = is_first & on_keep
     is_j = jnp.where(is_split[pair], is_second & on_keep, is_first & ~on_keep)
-    i_row = jax.ops.segment_max(jnp.where(is_i, rows, -1), pseg, num_segments=n_pairs)
-    j_row = jax.ops.segment_max(jnp.where(is_j, rows, -1), pseg, num_segments=n_pairs)
+    i_row = _rows.segment_max(jnp.where(is_i, row_id, -1), pseg, n_pairs, rows)
+    j_row = _rows.segment_max(jnp.where(is_j, row_id, -1), pseg, n_pairs, rows)
 
     # 2-3. launch on every pair's union; the proposed split (split pairs) or the current one (merge pairs)
     feat, within = family.split_view(data.stats)
     size = data.stats.size
-    logit = _launch(k_sub, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps)
-    drawn = jax.random.uniform(k_side, z.shape, dtype) < jax.nn.sigmoid(logit)
+    logit = _launch(k_sub, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps, rows)
+    drawn = _rows.uniform(k_side, z.shape, dtype, rows) < jax.nn.sigmoid(logit)
     part = jnp.where(is_split[pair], drawn, ~on_keep)
     part = jnp.where(is_i, False, jnp.where(is_j, True, part)).astype(jnp.int32)
     seeded = is_i | is_j
     log_q_row = jnp.where(part == 1, jax.nn.log_sigmoid(logit), jax.nn.log_sigmoid(-logit))
-    log_q = _segsum(jnp.where(valid & ~seeded, log_q_row, 0.0), pseg, n_pairs)
+    log_q = _rows.segment_sum(jnp.where(valid & ~seeded, log_q_row, 0.0), pseg, n_pairs, rows)
 
     # collapsed posterior of the two parts and of their union
     seg_part = jnp.where(valid, 2 * pair + part, n_labels)
-    parts = family.segment_stats(seg_part, data.stats, n_labels)
+    parts = family.segment_stats(seg_part, data.stats, n_labels, _rows.axis_name(rows))
     part0 = jax.tree.map(lambda a: a[0::2], parts)
     part1 = jax.tree.map(lambda a: a[1::2], parts)
     union = family.combine_stats(part0, part1)
     lm_part = family.log_marginal(family.slots_from_stats(parts)).reshape(n_pairs, 2)
     lm_union = family.log_marginal(family.slots_from_stats(union))
     n_part = parts.size.reshape(n_pairs, 2)
-    m_part = _segsum(valid.astype(dtype), seg_part, n_labels).reshape(n_pairs, 2)
+    m_part = _rows.segment_sum(valid.astype(dtype), seg_part, n_labels, rows).reshape(n_pairs, 2)
     m_union = m_part.sum(-1)
     safe = lambda x: jnp.maximum(x, 1.0)  # noqa: E731  (unused pairs: finite junk, never accepted)
     log_ratio = (
@@ -225,16 +242,20 @@ def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, 
 
     # cannot-links between the two components of a merge pair block it; soft answers between the two parts
     # weigh the move: a split makes them "apart", so ln p(A | z') - ln p(A | z) = -(their summed weights)
-    partners, weights = data.partners, data.partner_w
-    has = (partners >= 0) & valid[:, None]
-    p_lab = jnp.where(has, lab[jnp.maximum(partners, 0)], -1)
-    hard = jnp.isneginf(weights)
-    across = has & hard & (p_lab // 2 == pair[:, None]) & (p_lab != lab[:, None])
-    blocked = jax.ops.segment_max(jnp.any(across, -1), pseg, num_segments=n_pairs) > 0
-    p_part = part[jnp.maximum(partners, 0)]
-    cross = has & ~hard & (p_lab // 2 == pair[:, None]) & (p_part != part[:, None])
-    w_cross = 0.5 * _segsum(jnp.sum(jnp.where(cross, weights, 0.0), -1), pseg, n_pairs)
-    log_ratio = log_ratio - w_cross
+    # (rows split over devices without any partner: nothing to gather, nothing blocked, no weight)
+    if rows is None or rows.partners:
+        partners, weights = data.partners, data.partner_w
+        has = (partners >= 0) & valid[:, None]
+        p_lab = jnp.where(has, label_of_slot[_rows.gather(z, rows)][jnp.maximum(partners, 0)], -1)
+        hard = jnp.isneginf(weights)
+        across = has & hard & (p_lab // 2 == pair[:, None]) & (p_lab != lab[:, None])
+        blocked = _rows.segment_max(jnp.any(across, -1), pseg, n_pairs, rows) > 0
+        p_part = _rows.gather(part, rows)[jnp.maximum(partners, 0)]
+        cross = has & ~hard & (p_lab // 2 == pair[:, None]) & (p_part != part[:, None])
+        w_cross = 0.5 * _rows.segment_sum(jnp.sum(jnp.where(cross, weights, 0.0), -1), pseg, n_pairs, rows)
+        log_ratio = log_ratio - w_cross
+    else:
+        blocked = jnp.zeros((n_pairs,), bool)
 
     # 4. sequential acceptance (only K, the free slots and the overflow flag are carried)
     can_split = is_split & (m_union >= 2)
@@ -283,7 +304,7 @@ def split_merge(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, 
         slots,
         state.alpha,
         overflow,
-        gibbs.log_joint(counts, slots, state.alpha, data, family, z_new),
+        gibbs.log_joint(counts, slots, state.alpha, data, family, z_new, rows),
     )
 
 

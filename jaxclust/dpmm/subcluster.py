@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxclust.dpmm import gibbs
+from jaxclust.dpmm import rows as _rows
 from jaxclust.dpmm.alpha import gamma_draws
 
 __all__ = ["restricted_step"]
@@ -53,11 +54,16 @@ def _log_weights(key, counts, alpha):
     return jnp.where(occupied, log_pi, -jnp.inf)
 
 
-def restricted_step(key, state: gibbs.GibbsState, data: gibbs.GroupData, family, constrained: bool = True):
+def restricted_step(
+    key, state: gibbs.GibbsState, data: gibbs.GroupData, family, constrained: bool = True, rows=None
+):
     """Step 3 of the module docstring: new slots ``z`` (n_rows,) for every movable group.
 
     ``constrained`` (static) may be False when there are no cannot-links: the colour loop and partner masks
     are then skipped. Counts and slots of ``state`` must match ``state.z``; they are *not* refreshed here.
+    ``rows`` (static): the rows are split over devices (:mod:`jaxclust.dpmm.rows`): weights and parameters are
+    drawn alike on every device, anchors are a ``pmin``, partners' slots an ``all_gather``, and each row's
+    uniforms are those it gets on one device.
     """
     z = state.z
     V = state.counts.shape[0]
@@ -70,8 +76,8 @@ def restricted_step(key, state: gibbs.GibbsState, data: gibbs.GroupData, family,
     logits = family.group_loglik(params, data.stats, data.feat) + data.stats.size[:, None] * log_pi[None, :]
 
     # anchors: the lowest-priority group of each component stays; others may join k only above k's anchor
-    prio = jnp.where(valid, jax.random.uniform(k_prio, z.shape, dtype), 2.0)
-    anchor = jax.ops.segment_min(prio, jnp.where(valid, z, V), num_segments=V)
+    prio = jnp.where(valid, _rows.uniform(k_prio, z.shape, dtype, rows), 2.0)
+    anchor = _rows.segment_min(prio, jnp.where(valid, z, V), V, rows)
     allowed = (prio[:, None] > anchor[None, :]) | (slot_ids[None, :] == z[:, None])
     logits = jnp.where(allowed, logits, -jnp.inf)
     movable = valid & (prio > anchor[z])
@@ -81,21 +87,21 @@ def restricted_step(key, state: gibbs.GibbsState, data: gibbs.GroupData, family,
         return jnp.argmax(cdf > u[:, None] * cdf[:, -1:], -1).astype(jnp.int32)
 
     if not constrained:
-        u = jax.random.uniform(k_u, z.shape, dtype)
+        u = _rows.uniform(k_u, z.shape, dtype, rows)
         return jnp.where(movable, draw(logits, u), z)
 
     partners, weights = data.partners, data.partner_w
     hard = jnp.isneginf(weights)
 
     def body(c, z):
-        p_slot = jnp.where(partners >= 0, z[jnp.maximum(partners, 0)], -1)
+        p_slot = jnp.where(partners >= 0, _rows.gather(z, rows)[jnp.maximum(partners, 0)], -1)
         forbidden = jnp.zeros(logits.shape, bool)
         soft = jnp.zeros(logits.shape, logits.dtype)
         for col in range(partners.shape[1]):  # static width: (rows, V) per partner column, no (rows, cap, V)
             hit = p_slot[:, col : col + 1] == slot_ids[None, :]
             forbidden = forbidden | (hit & hard[:, col : col + 1])
             soft = soft + jnp.where(hit & ~hard[:, col : col + 1], weights[:, col : col + 1], 0.0)
-        u = jax.random.uniform(jax.random.fold_in(k_u, c), z.shape, dtype)
+        u = _rows.uniform(jax.random.fold_in(k_u, c), z.shape, dtype, rows)
         new = draw(jnp.where(forbidden, -jnp.inf, logits + soft), u)
         return jnp.where(movable & (data.colour == c), new, z)
 
