@@ -324,7 +324,7 @@ def run_chains(
     n_rows = int(data.valid.shape[0])
     rows = None
     if mesh is not None:
-        from jaxclust.dpmm.distributed import resolve_mesh
+        from jaxclust.dpmm.rows import resolve_mesh
 
         mesh = resolve_mesh(mesh)
         if spec.sampler == "subcluster":

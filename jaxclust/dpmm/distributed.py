@@ -8,7 +8,7 @@ seed, and gets the same result, equal to the single-process result for that seed
 
     distributed.initialize()        # first, before anything runs on JAX (see below for the settings)
     X, c = load_my_data()           # the same on every process
-    res = distributed.run_distributed(0, X, c)              # jaxclust.dpmm.sample(..., mesh="all")
+    res = jaxclust.dpmm.sample(0, X, c, sampler="subcluster", mesh="all")
     model = jaxclust.DPMM(sampler="subcluster", mesh="all").fit(X, c)
 
 What is split. With ``mesh`` (``"all"``: every device of every process, :func:`global_mesh`):
@@ -50,23 +50,21 @@ import zlib
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxclust.dpmm import gibbs
-from jaxclust.errors import DistributedError, InvalidInputError, InvalidInputTypeError, JaxclustWarning
+from jaxclust.dpmm.rows import ROW_AXIS, global_mesh, resolve_mesh
+from jaxclust.errors import DistributedError, InvalidInputError, JaxclustWarning
 
 __all__ = [
     "initialize",
     "global_mesh",
     "resolve_mesh",
     "shard_data",
-    "run_distributed",
     "ROW_AXIS",
 ]
 
-# Name of the mesh axis that :func:`global_mesh` lays the devices along.
-ROW_AXIS = "rows"
 
 
 def _env_int(name: str, minimum: int) -> int | None:
@@ -202,39 +200,6 @@ def initialize(
     return jax.process_index(), jax.process_count()
 
 
-def global_mesh(axis: str = ROW_AXIS) -> Mesh:
-    """A one-axis mesh over every device of every process, process by process (each process's devices hold
-    consecutive blocks of rows)."""
-    devices = sorted(jax.devices(), key=lambda d: (d.process_index, d.id))
-    return Mesh(np.array(devices), (axis,))
-
-
-def resolve_mesh(mesh) -> Mesh:
-    """``"all"`` -> :func:`global_mesh`; a one-axis ``jax.sharding.Mesh`` that every process holds devices of
-    is returned as it is."""
-    if isinstance(mesh, str):
-        if mesh != "all":
-            raise InvalidInputError(f"mesh: expected None, 'all' or a jax.sharding.Mesh, got {mesh!r}")
-        return global_mesh()
-    if not isinstance(mesh, Mesh):
-        raise InvalidInputTypeError(
-            f"mesh: expected None, 'all' or a jax.sharding.Mesh, got {type(mesh).__name__}"
-        )
-    if len(mesh.axis_names) != 1:
-        raise InvalidInputError(
-            f"mesh: expected one axis (the devices in a row), got axes {tuple(mesh.axis_names)} of shape "
-            f"{tuple(mesh.devices.shape)}"
-        )
-    held = sorted({d.process_index for d in mesh.devices.flat})
-    if len(held) != jax.process_count():
-        missing = sorted(set(range(jax.process_count())) - set(held))
-        raise DistributedError(
-            f"mesh: has devices of processes {held} only; processes {missing} of the {jax.process_count()} "
-            "running would wait for ever: every process must hold part of the mesh"
-        )
-    return mesh
-
-
 def _process_sum(x: float) -> float:
     """Sum of a float64 over processes (float32 pairs through JAX's collectives: x64 may be off)."""
     if jax.process_count() == 1:
@@ -358,12 +323,3 @@ def shard_data(
         n_colours=jnp.asarray(n_colours, jnp.int32),
         feat=feat,
     )
-
-
-def run_distributed(key, X, constraints=None, prior=None, *, mesh="all", sampler="subcluster", **kwargs):
-    """:func:`jaxclust.dpmm.sample` over ``mesh`` (default: every device of every process), the sub-cluster
-    sampler by default. Call it on every process with the same arguments; every process gets the same
-    :class:`~jaxclust.dpmm.chains.ChainResult`."""
-    from jaxclust.dpmm.model import sample
-
-    return sample(key, X, constraints, prior, mesh=mesh, sampler=sampler, **kwargs)

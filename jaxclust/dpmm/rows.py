@@ -3,7 +3,8 @@
 The sub-cluster sampler (:mod:`jaxclust.dpmm.subcluster`, :mod:`jaxclust.dpmm.splitmerge`) touches the group
 rows in three ways only: per-row arithmetic (log-likelihoods, draws), segment reductions into per-component or
 per-pair quantities, and a few reads of other rows (a split's seed rows, the slots of cannot-link partners).
-Each helper here takes ``rows``:
+The mesh itself (:func:`global_mesh`, :func:`resolve_mesh`) is defined here too, so that the sampler reaches it
+without importing :mod:`jaxclust.dpmm.distributed` (the multi-process runtime). Each helper here takes ``rows``:
 
 * ``None`` (one device): it is exactly the plain operation the sampler has always used, so the single-device
   sampler computes what it always computed;
@@ -24,8 +25,15 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh
+
+from jaxclust.errors import DistributedError, InvalidInputError, InvalidInputTypeError
 
 __all__ = [
+    "ROW_AXIS",
+    "global_mesh",
+    "resolve_mesh",
     "RowAxis",
     "axis_name",
     "psum",
@@ -37,6 +45,43 @@ __all__ = [
     "gather",
     "take",
 ]
+
+
+# Name of the mesh axis that :func:`global_mesh` lays the devices along.
+ROW_AXIS = "rows"
+
+
+def global_mesh(axis: str = ROW_AXIS) -> Mesh:
+    """A one-axis mesh over every device of every process, process by process (each process's devices hold
+    consecutive blocks of rows)."""
+    devices = sorted(jax.devices(), key=lambda d: (d.process_index, d.id))
+    return Mesh(np.array(devices), (axis,))
+
+
+def resolve_mesh(mesh) -> Mesh:
+    """``"all"`` -> :func:`global_mesh`; a one-axis ``jax.sharding.Mesh`` that every process holds devices of
+    is returned as it is."""
+    if isinstance(mesh, str):
+        if mesh != "all":
+            raise InvalidInputError(f"mesh: expected None, 'all' or a jax.sharding.Mesh, got {mesh!r}")
+        return global_mesh()
+    if not isinstance(mesh, Mesh):
+        raise InvalidInputTypeError(
+            f"mesh: expected None, 'all' or a jax.sharding.Mesh, got {type(mesh).__name__}"
+        )
+    if len(mesh.axis_names) != 1:
+        raise InvalidInputError(
+            f"mesh: expected one axis (the devices in a row), got axes {tuple(mesh.axis_names)} of shape "
+            f"{tuple(mesh.devices.shape)}"
+        )
+    held = sorted({d.process_index for d in mesh.devices.flat})
+    if len(held) != jax.process_count():
+        missing = sorted(set(range(jax.process_count())) - set(held))
+        raise DistributedError(
+            f"mesh: has devices of processes {held} only; processes {missing} of the {jax.process_count()} "
+            "running would wait for ever: every process must hold part of the mesh"
+        )
+    return mesh
 
 
 class RowAxis(NamedTuple):

@@ -263,7 +263,11 @@ def test_the_readme_csv_example_is_what_annotate_reads(tmp_path):
 
 
 CTRL_C_DRIVER = """
+import signal
 import sys
+# a test run started in the background (nohup ... &) inherits SIGINT ignored, and Python then keeps it ignored;
+# a user's terminal never does, so the driver restores Python's own handler
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {here!r})
 import jaxclust.dpmm
 from _standin import StandInSampler
