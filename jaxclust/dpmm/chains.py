@@ -227,8 +227,12 @@ def _relabel_rows(labels: np.ndarray) -> np.ndarray:
 def repair_labels(labels: np.ndarray, constraints) -> np.ndarray:
     """Group labels (n_groups,) from item labels (n,) that satisfy ``constraints``.
 
-    A must-link group takes the label of its first member; then, in group order, a group whose label equals
-    that of an earlier cannot-linked partner gets a fresh label. Labels are compacted to 0..K-1.
+    A must-link group takes the label of its first member; then, in group order, a group whose label an
+    earlier cannot-linked partner holds moves to the first *extra* component of its label that none of its
+    earlier partners hold. Extra components are shared by the groups of one label (a greedy colouring of each
+    component's cannot-link graph), so a start with many cannot-links has a few more components, not one per
+    cannot-link: the sub-cluster sampler's parallel step never empties a component (only merges do), and
+    hundreds of one-group components would each wait for a merge. Labels are compacted to 0..K-1.
     """
     labels = np.asarray(labels, dtype=np.int64)
     if constraints is None:
@@ -238,13 +242,26 @@ def repair_labels(labels: np.ndarray, constraints) -> np.ndarray:
     edges = np.asarray(constraints.cannot_link_groups, dtype=np.int64).reshape(-1, 2)
     if len(edges):
         edges = np.sort(edges, axis=1)
+        earlier: dict[int, list[int]] = {}
+        for lo, hi in edges.tolist():
+            earlier.setdefault(hi, []).append(lo)
+        base = gl.copy()
+        extra: dict[tuple[int, int], int] = {}  # (label, k) -> the label's k-th extra component
         fresh = int(gl.max()) + 1
-        # visit groups in order; each edge is checked when its later endpoint is visited
-        order = np.argsort(edges[:, 1], kind="stable")
-        for lo, hi in edges[order]:
-            if gl[lo] == gl[hi]:
-                gl[hi] = fresh
-                fresh += 1
+        for hi in sorted(earlier):  # earlier partners are final when a group is visited
+            taken = {int(gl[lo]) for lo in earlier[hi]}
+            if int(gl[hi]) not in taken:
+                continue
+            k = 1
+            while True:
+                key = (int(base[hi]), k)
+                if key not in extra:
+                    extra[key] = fresh
+                    fresh += 1
+                if extra[key] not in taken:
+                    break
+                k += 1
+            gl[hi] = extra[key]
     return np.unique(gl, return_inverse=True)[1].astype(np.int32)
 
 

@@ -14,7 +14,7 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from jaxclust import DPMM
+from jaxclust import DPMM, Constraints
 from jaxclust.dpmm import NormalInverseWishart, sample
 
 KW = dict(n_chains=2, n_burnin=30, n_samples=5, thin=2, random_state=0)
@@ -84,3 +84,18 @@ def test_full_covariance_clusters(sampler):
     m = DPMM(prior=prior, sampler=sampler, **KW).fit(X)
     assert m.log_joint_.max() >= truth - 5.0, (m.log_joint_.max(), truth)
     assert adjusted_rand_score(y, m.labels_) >= 0.99
+
+
+def test_cannot_links_from_the_start_do_not_leave_spurious_components():
+    """The sub-cluster sampler with 150 cannot-links consistent with the truth: the start (all in one component,
+    conflicting groups moved to shared extra components) has a few components, and the fit finds the 20 blobs.
+    A start with one component per conflicting group left dozens of one-group components that only merges
+    could remove."""
+    X, y = _standardised_blobs(1000, 16, 20, 2.0, 0)
+    rng = np.random.default_rng(1)
+    pairs = [(int(a), int(b)) for a, b in rng.integers(0, len(y), (400, 2)) if y[a] != y[b]][:150]
+    c = Constraints(len(y), cannot_link=pairs)
+    m = DPMM(sampler="subcluster", **KW).fit(X, c)
+    assert all(c.check_assignment(z) == [] for z in m.samples_)
+    assert adjusted_rand_score(y, m.labels_) >= 0.99  # 0.97 with 45 components from the old start
+    assert m.n_components_ <= 24

@@ -161,10 +161,19 @@ def test_many_growths_give_the_draws_of_a_roomy_sampler():
 
 def test_repair_labels_enumerated_cases():
     c = Constraints(6, must_link=[(0, 3)], cannot_link=[(0, 1), (4, 5)])
-    # groups: {0,3}=0, {1}=1, {2}=2, {4}=3, {5}=4; item labels all equal -> partners get fresh labels
-    np.testing.assert_array_equal(repair_labels(np.zeros(6, int), c), [0, 1, 0, 0, 2])
+    # groups: {0,3}=0, {1}=1, {2}=2, {4}=3, {5}=4; item labels all equal -> the later group of each cannot-link
+    # moves to the label's first extra component (one, shared by both)
+    np.testing.assert_array_equal(repair_labels(np.zeros(6, int), c), [0, 1, 0, 0, 1])
     # the group takes its first member's label (item 0), not item 3's
     np.testing.assert_array_equal(repair_labels(np.array([5, 7, 7, 9, 1, 2]), c), [2, 3, 3, 0, 1])
+    # a triangle needs the label's second extra component; a star shares the first
+    tri = Constraints(3, cannot_link=[(0, 1), (1, 2), (0, 2)])
+    np.testing.assert_array_equal(repair_labels(np.zeros(3, int), tri), [0, 1, 2])
+    star = Constraints(6, cannot_link=[(0, j) for j in range(1, 6)])
+    np.testing.assert_array_equal(repair_labels(np.zeros(6, int), star), [0, 1, 1, 1, 1, 1])
+    # extra components are per label: two labels' conflicts do not share one
+    two = Constraints(4, cannot_link=[(0, 1), (2, 3)])
+    np.testing.assert_array_equal(repair_labels(np.array([0, 0, 1, 1]), two), [0, 2, 1, 3])
 
 
 def test_warm_start_repairs_and_respects_new_constraints():

@@ -85,7 +85,7 @@ _CODE = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("n_devices", [2, 4])
+@pytest.mark.parametrize("n_devices", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_sharded_step_equals_one_device_step(n_devices):
     code = _CODE.format(here=_HERE)
     env = dict(
