@@ -57,7 +57,7 @@ ITERS = dict(n_burnin=30, n_samples=5, thin=2)
 N_ITERATIONS = ITERS["n_burnin"] + ITERS["n_samples"] * ITERS["thin"]
 
 
-def data(n: int, d: int, k: int, n_cannot: int):
+def data(n: int, d: int, k: int, n_cannot: int, consistent: bool = False):
     from sklearn.datasets import make_blobs
 
     from jaxclust import Constraints
@@ -68,7 +68,8 @@ def data(n: int, d: int, k: int, n_cannot: int):
     if n_cannot:
         rng = np.random.default_rng(1)
         pairs = rng.integers(0, n, (n_cannot, 2))
-        c = Constraints(n, cannot_link=[(int(a), int(b)) for a, b in pairs if a != b])
+        keep = [(int(a), int(b)) for a, b in pairs if (y[a] != y[b] if consistent else a != b)]
+        c = Constraints(n, cannot_link=keep)
     return X, y, c
 
 
@@ -83,7 +84,7 @@ def worker(args) -> None:
 
     from jaxclust.dpmm import sample
 
-    X, y, c = data(args.n, args.d, args.k, args.cannot_links)
+    X, y, c = data(args.n, args.d, args.k, args.cannot_links, args.consistent)
     mesh = None if args.no_mesh else "all"
     times = []
     for _ in range(1 + args.repeat):
@@ -115,6 +116,7 @@ def _free_port() -> int:
 def run_config(name: str, args) -> dict:
     base = [sys.executable, os.path.abspath(__file__), "--worker", "--n", str(args.n), "--d", str(args.d)]
     base += ["--k", str(args.k), "--cannot-links", str(args.cannot_links), "--repeat", str(args.repeat)]
+    base += ["--consistent"] if args.consistent else []
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COORDINATOR") and k != "XLA_FLAGS"}
     env["JAX_PLATFORMS"] = "cpu"
     for k in ("JAX_NUM_PROCESSES", "JAX_PROCESS_ID"):
@@ -164,6 +166,9 @@ def main() -> None:
     parser.add_argument("--d", type=int, default=16)
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--cannot-links", type=int, default=0)
+    parser.add_argument(
+        "--consistent", action="store_true", help="keep only the random cannot-links between different blobs"
+    )
     parser.add_argument("--configs", default="1p,1p-mesh,1p-2dev,2p")
     parser.add_argument("--repeat", type=int, default=3, help="compiled fits timed (the median is reported)")
     parser.add_argument("--timeout", type=float, default=1800)

@@ -11,7 +11,8 @@ either shards the chains over the mesh's devices (the collapsed sampler: each ch
 the sub-cluster sampler, splits the group *rows* over the devices with ``shard_map`` (:mod:`jaxclust.dpmm.rows`)
 and runs every chain on every device. The host loop is the same on every process: it only reads replicated
 values (the overflow flags, the traces) and gathers the labels of retained samples to every process, so every
-process returns the same :class:`ChainResult`, equal to the single-process one for the same seed.
+process returns the same :class:`ChainResult`, the single-process one for the same seed up to float rounding
+(sums over rows are added in another order; a draw that rounding decides can then differ).
 """
 
 from __future__ import annotations
@@ -348,8 +349,8 @@ def run_chains(
         them: ``data`` must then come from :func:`jaxclust.dpmm.distributed.shard_data` (rows padded to a
         multiple of the mesh size, split along the axis). The collapsed sampler splits the chains over them
         (padded to a multiple of the mesh size with copies of the first chains, dropped from the result).
-        Every process calls ``run_chains`` alike and gets the same result, equal to the single-device one for
-        the same key. ``None``: chains shard over all devices when they divide evenly.
+        Every process calls ``run_chains`` alike and gets the same result, the single-device one for the same
+        key up to float rounding (:mod:`jaxclust.dpmm.distributed`). ``None``: chains shard over all devices when they divide evenly.
     """
     group_labels = np.asarray(group_labels, dtype=np.int32)
     n_chains = group_labels.shape[0]
