@@ -149,12 +149,16 @@ def time_jax(X, prior, alpha, n_chains, sweeps, capacity):
     ap = (jnp.float32(1.0), jnp.float32(1.0), jnp.asarray(False))
     keys = jax.random.split(jax.random.key(0), n_chains)
     t = time.perf_counter()
-    out = chains._run_block(keys, states, data, fam, ap, jnp.asarray(sweeps), n_sweeps=sweeps, spec=GIBBS_ONLY)
+    out = chains._run_block(
+        keys, states, data, fam, ap, jnp.asarray(sweeps), n_sweeps=sweeps, spec=GIBBS_ONLY
+    )
     jax.block_until_ready(out)
     compile_and_first = time.perf_counter() - t
     states = out[0]
     t = time.perf_counter()
-    out = chains._run_block(keys, states, data, fam, ap, jnp.asarray(sweeps), n_sweeps=sweeps, spec=GIBBS_ONLY)
+    out = chains._run_block(
+        keys, states, data, fam, ap, jnp.asarray(sweeps), n_sweeps=sweeps, spec=GIBBS_ONLY
+    )
     jax.block_until_ready(out)
     dt = time.perf_counter() - t
     overflow = bool(np.any(np.asarray(out[0].overflow)))

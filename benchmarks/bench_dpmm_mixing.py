@@ -50,7 +50,9 @@ def blobs(n, d, k, std, seed, sizes=None):
     from sklearn.datasets import make_blobs
 
     if sizes is not None:
-        X, y = make_blobs(n_samples=sizes, n_features=d, cluster_std=std, random_state=seed, center_box=(-10, 10))
+        X, y = make_blobs(
+            n_samples=sizes, n_features=d, cluster_std=std, random_state=seed, center_box=(-10, 10)
+        )
     else:
         X, y = make_blobs(n_samples=n, n_features=d, centers=k, cluster_std=std, random_state=seed)
     return (X - X.mean(0)) / X.std(0), y
@@ -195,7 +197,9 @@ print(json.dumps(dict(n=n, d=d, iterations=iters, seconds_first_call=first, seco
 
 
 def _subprocess(code: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=False
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])

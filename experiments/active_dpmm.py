@@ -502,7 +502,9 @@ def summarize(records: list[dict], out_dir) -> dict:
     for key, recs in groups.items():
         p = recs[0]["params"]
         base = p["dataset"] + (
-            f"_prior{float(p['prior_scale']):g}" if p.get("prior_scale") not in (None, "auto", "default") else ""
+            f"_prior{float(p['prior_scale']):g}"
+            if p.get("prior_scale") not in (None, "auto", "default")
+            else ""
         )
         names[key] = base
     out = {"files": [], "settings": {}}

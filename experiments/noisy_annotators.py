@@ -134,7 +134,10 @@ def run_one(
             "n": int(len(y)),
             "classes": int(len(np.unique(y))),
             # the prior object is not JSON: name it instead (None: the DPMM's default data-driven prior)
-            "model": {**model.get_params(), "prior": "default" if prior is None else "empirical Bayes, scale 0.03"},
+            "model": {
+                **model.get_params(),
+                "prior": "default" if prior is None else "empirical Bayes, scale 0.03",
+            },
         },
     }
 

@@ -22,10 +22,16 @@ DOCS = REPO / "docs"
 DOC_TOOLS = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")
 MISSING = [m for m in DOC_TOOLS if not importlib.util.find_spec(m)]
 needs_docs = pytest.mark.skipif(
-    bool(MISSING), reason=f"{', '.join(MISSING)} not installed (pip install -e '.[docs]'; the dev extra has it)"
+    bool(MISSING),
+    reason=f"{', '.join(MISSING)} not installed (pip install -e '.[docs]'; the dev extra has it)",
 )
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
-PAGES_WITH_EXAMPLES = ["dpmm.md", "l3m.md", "kmeans.md", "icc.md"]  # getting-started.md: the README's quick start
+PAGES_WITH_EXAMPLES = [
+    "dpmm.md",
+    "l3m.md",
+    "kmeans.md",
+    "icc.md",
+]  # getting-started.md: the README's quick start
 
 
 @needs_docs

@@ -41,7 +41,9 @@ COMPAT = {
 }
 
 # ``jaxclust.kmeans.__all__`` when it was one module (kmeans.py): each name still imports from it
-OLD_KMEANS_ALL = "KMeansResult kmeans_plusplus lloyd kmeans assign chunk_size bucket_rows KMeans COPKMeans PCKMeans"
+OLD_KMEANS_ALL = (
+    "KMeansResult kmeans_plusplus lloyd kmeans assign chunk_size bucket_rows KMeans COPKMeans PCKMeans"
+)
 
 # Private names still imported from another module, each with its reason. Nothing else may be added here.
 PRIVATE_IMPORTS_ALLOWED = {
@@ -68,8 +70,10 @@ LIBRARY_MODULES = sorted(set(MODULES) - APP_MODULES)
 
 def _type_checking_only(node: ast.AST) -> bool:
     test = node.test if isinstance(node, ast.If) else None
-    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING" or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    return (
+        isinstance(test, ast.Name)
+        and test.id == "TYPE_CHECKING"
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
     )
 
 
@@ -247,7 +251,9 @@ def private_attribute_uses(module: str, source: str | None = None) -> list[tuple
 
 
 def test_private_attribute_uses_are_found():
-    source = "import jaxclust.kmeans.lloyd_kmeans as km\nfrom jaxclust import errors\nkm._can_split = errors._x\n"
+    source = (
+        "import jaxclust.kmeans.lloyd_kmeans as km\nfrom jaxclust import errors\nkm._can_split = errors._x\n"
+    )
     assert private_attribute_uses("jaxclust.kmeans", source) == [
         ("jaxclust.kmeans.lloyd_kmeans", "_can_split", 3),
         ("jaxclust.errors", "_x", 3),
@@ -267,7 +273,9 @@ def test_no_private_names_imported_across_modules():
         for (m, t, n), line in found.items()
         if (m, t, n) not in PRIVATE_IMPORTS_ALLOWED
     ]
-    assert unexpected == [], "private names imported from another module (make them public in a shared module)"
+    assert unexpected == [], (
+        "private names imported from another module (make them public in a shared module)"
+    )
     stale = set(PRIVATE_IMPORTS_ALLOWED) - set(found)
     assert not stale, f"allowed private imports that no longer exist (remove them from the list): {stale}"
 

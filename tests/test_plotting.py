@@ -64,7 +64,9 @@ def test_plot_curves_returns_a_figure_and_leaves_the_backend_alone(monkeypatch):
     assert ax_v.get_ylabel() == METRIC_LABELS["v_beta"] and ax_h.get_ylabel() == METRIC_LABELS["homogeneity"]
     lines = {line.get_label(): line for line in ax_v.get_lines()}
     assert set(lines) == {"active", "random (mean of 2, band: range)"}
-    np.testing.assert_allclose(lines["random (mean of 2, band: range)"].get_ydata(), [0.5, 0.5, 0.7])  # averaged
+    np.testing.assert_allclose(
+        lines["random (mean of 2, band: range)"].get_ydata(), [0.5, 0.5, 0.7]
+    )  # averaged
     np.testing.assert_allclose(lines["active"].get_xdata(), [0, 5, 10])
 
 

@@ -272,8 +272,10 @@ class ActiveLearner:
         rates = self.error_rate
         values = list(rates.values()) if isinstance(rates, Mapping) else [rates]
         for v in values:
-            if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating) or not (
-                0.0 <= float(v) <= 0.5
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int | float | np.integer | np.floating)
+                or not (0.0 <= float(v) <= 0.5)
             ):
                 raise InvalidInputError(
                     f"error_rate: expected a probability in [0, 0.5] (or a dict of them per annotator), got {v!r}"

@@ -350,7 +350,8 @@ def run_chains(
         multiple of the mesh size, split along the axis). The collapsed sampler splits the chains over them
         (padded to a multiple of the mesh size with copies of the first chains, dropped from the result).
         Every process calls ``run_chains`` alike and gets the same result, the single-device one for the same
-        key up to float rounding (:mod:`jaxclust.dpmm.distributed`). ``None``: chains shard over all devices when they divide evenly.
+        key up to float rounding (:mod:`jaxclust.dpmm.distributed`). ``None``: chains shard over all devices
+        when they divide evenly.
     """
     group_labels = np.asarray(group_labels, dtype=np.int32)
     n_chains = group_labels.shape[0]

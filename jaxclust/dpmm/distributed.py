@@ -69,7 +69,6 @@ __all__ = [
 ]
 
 
-
 def _env_int(name: str, minimum: int) -> int | None:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":

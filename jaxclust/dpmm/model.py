@@ -219,7 +219,8 @@ def sample(
         :mod:`jaxclust.dpmm.distributed`): ``"all"`` is every device of every process. The sub-cluster sampler
         splits the must-link groups over them, the collapsed sampler the chains. Every process calls
         ``sample`` with the same arguments and gets the same result, the single-device result for the same
-        seed up to float rounding (:mod:`jaxclust.dpmm.distributed`). ``None``: this process's devices, chains split over them when they divide evenly.
+        seed up to float rounding (:mod:`jaxclust.dpmm.distributed`). ``None``: this process's devices, chains
+        split over them when they divide evenly.
 
     Returns
     -------

@@ -46,7 +46,9 @@ __all__ = [
     "pairwise_sq_mahalanobis",
 ]
 
-_UNROLL = 8  # projections per loop iteration (fewer loop-control steps and slices; 8 measured best of 2, 4, 8, 16)
+_UNROLL = (
+    8  # projections per loop iteration (fewer loop-control steps and slices; 8 measured best of 2, 4, 8, 16)
+)
 
 
 class ITMLState(NamedTuple):
@@ -369,9 +371,7 @@ class ITML(BaseEstimator):
     n_pairs_used_ : int, constraints kept (identical-point pairs are dropped).
     """
 
-    def __init__(
-        self, gamma=1.0, max_iter=1000, tol=1e-3, prior="identity", bounds=None, padding="fine"
-    ):
+    def __init__(self, gamma=1.0, max_iter=1000, tol=1e-3, prior="identity", bounds=None, padding="fine"):
         self.gamma = gamma
         self.max_iter = max_iter
         self.tol = tol

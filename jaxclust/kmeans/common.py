@@ -65,6 +65,7 @@ def estimate_centers(centers, sums, counts):
     safe = jnp.where(counts > 0, counts, 1.0)
     return jnp.where((counts > 0)[:, None], sums / safe[:, None], centers)
 
+
 def check_X(estimator, X, *, reset: bool):
     """scikit-learn validation (shape, dtype, sparse, n_features_in_) plus jaxclust's NaN check.
 

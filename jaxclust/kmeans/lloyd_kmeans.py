@@ -240,7 +240,6 @@ def _sharded(fn, mesh, n_out_sharded, n_out_psum):
     return call
 
 
-
 def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None) -> KMeansResult:
     """Lloyd iterations from given centres until labels stop changing or the centre shift is within ``tol``.
 

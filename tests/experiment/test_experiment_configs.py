@@ -360,8 +360,17 @@ def test_noisy_annotators_result_with_an_explicit_prior_is_json(monkeypatch):
     run_one = load_target("@experiments/noisy_annotators.py:run_one")
     X, y = make_blobs(n_samples=30, n_features=2, centers=3, random_state=0)
     monkeypatch.setitem(run_one.__globals__, "load", lambda *a: (X, y, NormalGamma.from_data(X, scale=0.03)))
-    result = run_one("general", flip_rate=0.1, n_queries=4, batch_size=2, n_chains=1, n_burnin=2,
-                     n_samples=2, thin=1, warm_burnin=1)
+    result = run_one(
+        "general",
+        flip_rate=0.1,
+        n_queries=4,
+        batch_size=2,
+        n_chains=1,
+        n_burnin=2,
+        n_samples=2,
+        thin=1,
+        warm_burnin=1,
+    )
     stored = json.loads(json.dumps(result))
     assert stored["meta"]["model"]["prior"] == "empirical Bayes, scale 0.03"
     assert stored["run"]["history"][-1]["n_constraints"] == 4

@@ -136,7 +136,9 @@ def test_pruned_min_plus_equals_incremental_updates(spread, branch, monkeypatch)
     # Each block picks dense passes or gathered candidates; both are forced here too.
     import jaxclust.icc.agglomerative as agg
 
-    monkeypatch.setattr(agg, "_SPARSE_FRACTION", {"auto": agg._SPARSE_FRACTION, "dense": 0.0, "sparse": 2.0}[branch])
+    monkeypatch.setattr(
+        agg, "_SPARSE_FRACTION", {"auto": agg._SPARSE_FRACTION, "dense": 0.0, "sparse": 2.0}[branch]
+    )
     rng = np.random.default_rng(7)
     centres = rng.normal(scale=4.0, size=(6, 3))
     X = centres[rng.integers(0, 6, 600)] + rng.normal(scale=spread, size=(600, 3))
