@@ -246,23 +246,15 @@ def repair_labels(labels: np.ndarray, constraints) -> np.ndarray:
         earlier: dict[int, list[int]] = {}
         for lo, hi in edges.tolist():
             earlier.setdefault(hi, []).append(lo)
-        base = gl.copy()
         extra: dict[tuple[int, int], int] = {}  # (label, k) -> the label's k-th extra component
-        fresh = int(gl.max()) + 1
-        for hi in sorted(earlier):  # earlier partners are final when a group is visited
+        # each group is visited once, after all its earlier partners, and still holds its own label then
+        for hi in sorted(earlier):
             taken = {int(gl[lo]) for lo in earlier[hi]}
-            if int(gl[hi]) not in taken:
-                continue
-            k = 1
-            while True:
-                key = (int(base[hi]), k)
-                if key not in extra:
-                    extra[key] = fresh
-                    fresh += 1
-                if extra[key] not in taken:
-                    break
+            label, k = int(gl[hi]), 1
+            while label in taken:
+                label = extra.setdefault((int(gl[hi]), k), len(gl) + len(extra))
                 k += 1
-            gl[hi] = extra[key]
+            gl[hi] = label
     return np.unique(gl, return_inverse=True)[1].astype(np.int32)
 
 

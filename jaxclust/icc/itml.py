@@ -46,9 +46,8 @@ __all__ = [
     "pairwise_sq_mahalanobis",
 ]
 
-_UNROLL = (
-    8  # projections per loop iteration (fewer loop-control steps and slices; 8 measured best of 2, 4, 8, 16)
-)
+# projections per loop iteration (fewer loop-control steps and slices; 8 measured best of 2, 4, 8, 16)
+_UNROLL = 8
 
 
 class ITMLState(NamedTuple):
