@@ -150,14 +150,14 @@ def time_jax(X, prior, alpha, n_chains, sweeps, capacity):
     keys = jax.random.split(jax.random.key(0), n_chains)
     t = time.perf_counter()
     out = chains._run_block(
-        keys, states, data, fam, ap, jnp.asarray(sweeps), n_sweeps=sweeps, spec=GIBBS_ONLY
+        keys, states, data, fam, ap, jnp.asarray(sweeps), jnp.asarray(0), n_sweeps=sweeps, spec=GIBBS_ONLY
     )
     jax.block_until_ready(out)
     compile_and_first = time.perf_counter() - t
     states = out[0]
     t = time.perf_counter()
     out = chains._run_block(
-        keys, states, data, fam, ap, jnp.asarray(sweeps), n_sweeps=sweeps, spec=GIBBS_ONLY
+        keys, states, data, fam, ap, jnp.asarray(sweeps), jnp.asarray(0), n_sweeps=sweeps, spec=GIBBS_ONLY
     )
     jax.block_until_ready(out)
     dt = time.perf_counter() - t

@@ -85,8 +85,10 @@ class ChainResult(NamedTuple):
     n_overflow_redos: int = 0
 
 
-def _block(keys, states, data, family, alpha_prior, n_active, *, n_sweeps, spec, rows=None):
-    """``n_sweeps`` iterations (the first ``n_active`` of them real) of every chain; per-iteration traces."""
+def _block(keys, states, data, family, alpha_prior, n_active, block, *, n_sweeps, spec, rows=None):
+    """``n_sweeps`` iterations (the first ``n_active`` of them real) of every chain, with the chains' keys
+    ``keys`` (C,) folded with the block's index ``block``; per-iteration traces."""
+    keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, block)
     sweep_keys = jax.vmap(lambda k: jax.random.split(k, n_sweeps))(keys)  # (C, n_sweeps)
     vstep = jax.vmap(functools.partial(iterate, rows=rows), in_axes=(0, 0, None, None, None, None))
 
@@ -124,9 +126,9 @@ def _jit(static_argnames):
 
 
 @_jit(static_argnames=("n_sweeps", "spec"))
-def _run_block(keys, states, data, family, alpha_prior, n_active, *, n_sweeps, spec):
+def _run_block(keys, states, data, family, alpha_prior, n_active, block, *, n_sweeps, spec):
     TRACE_COUNTER["block"] += 1
-    return _block(keys, states, data, family, alpha_prior, n_active, n_sweeps=n_sweeps, spec=spec)
+    return _block(keys, states, data, family, alpha_prior, n_active, block, n_sweeps=n_sweeps, spec=spec)
 
 
 def _state_spec(rows: RowAxis):
@@ -154,7 +156,7 @@ def data_spec(rows: RowAxis) -> gibbs.GroupData:
 
 
 @_jit(static_argnames=("n_sweeps", "spec", "mesh", "rows"))
-def _run_block_rows(keys, states, data, family, alpha_prior, n_active, *, n_sweeps, spec, mesh, rows):
+def _run_block_rows(keys, states, data, family, alpha_prior, n_active, block, *, n_sweeps, spec, mesh, rows):
     """:func:`_run_block` with the rows split over ``mesh`` (``shard_map``; the collectives are in
     :mod:`jaxclust.dpmm.rows`). Outputs: states (labels split, the rest replicated) and replicated traces."""
     TRACE_COUNTER["block"] += 1
@@ -163,11 +165,11 @@ def _run_block_rows(keys, states, data, family, alpha_prior, n_active, *, n_swee
     mapped = jax.shard_map(
         body,
         mesh=mesh,
-        in_specs=(rep, _state_spec(rows), data_spec(rows), rep, rep, rep),
+        in_specs=(rep, _state_spec(rows), data_spec(rows), rep, rep, rep, rep),
         out_specs=(_state_spec(rows), rep),
         check_vma=False,  # replicated outputs are reduced (psum/pmin/pmax) or drawn from replicated keys
     )
-    return mapped(keys, states, data, family, alpha_prior, n_active)
+    return mapped(keys, states, data, family, alpha_prior, n_active, block)
 
 
 @_jit(static_argnames=("capacity",))
@@ -409,20 +411,28 @@ def run_chains(
         iterator = tqdm(iterator, desc="DPMM sweeps", unit="block")
     for b in iterator:
         n_active, keep = blocks[b]
-        keys = jax.vmap(lambda k, b=b: jax.random.fold_in(k, b))(chain_keys)
         while True:
             if rows is None:
                 new_states, (lj, kk, al) = _run_block(
-                    keys, states, data, family, alpha_prior, jnp.asarray(n_active), n_sweeps=thin, spec=spec
-                )
-            else:
-                new_states, (lj, kk, al) = _run_block_rows(
-                    keys,
+                    chain_keys,
                     states,
                     data,
                     family,
                     alpha_prior,
                     jnp.asarray(n_active),
+                    jnp.asarray(b),
+                    n_sweeps=thin,
+                    spec=spec,
+                )
+            else:
+                new_states, (lj, kk, al) = _run_block_rows(
+                    chain_keys,
+                    states,
+                    data,
+                    family,
+                    alpha_prior,
+                    jnp.asarray(n_active),
+                    jnp.asarray(b),
                     n_sweeps=thin,
                     spec=spec,
                     mesh=mesh,

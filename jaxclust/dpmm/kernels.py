@@ -52,6 +52,10 @@ def iterate(
     """
     if rows is not None and spec.sampler != "subcluster":
         raise ValueError("rows: only the sub-cluster sampler splits rows over devices")
+    if spec.sampler == "subcluster" and not spec.constrained:
+        # no cannot-links or answers (run_chains checks): a partner table of width 0 drops their terms from the
+        # traced program (an unconstrained table of -1s still cost a tenth of an iteration)
+        data = data._replace(partners=data.partners[:, :0], partner_w=data.partner_w[:, :0])
     k_sm, k_main, k_alpha = jax.random.split(key, 3)
     for r in range(spec.split_merge):
         state = splitmerge.split_merge(

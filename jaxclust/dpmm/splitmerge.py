@@ -19,10 +19,11 @@ One round
    centres, and each other group ``g`` goes right with probability ``sigma(l_g)``,
    ``l_g = -1/2 m_g sum_d [(f_gd - c_Rd)^2 - (f_gd - c_Ld)^2] / s_d + ln(n_R / n_L)`` (a shared diagonal
    Gaussian fitted to the 2-means split; ``l_g`` is linear in ``f_g``, so all groups cost one matrix
-   product). The 2-means runs on C's groups among a uniform subsample of ``SUBSAMPLE`` groups (all groups
-   when there are fewer) plus the two seeds: the subsample is auxiliary randomness drawn independently of
-   the state. The proposal probability is ``q(A, B) = prod_g sigma(+-l_g)`` over the non-seed groups, a
-   function of C's data, the seeds and the subsample only, so the reverse move evaluates the same ``q``.
+   product). The 2-means runs on C's groups among a uniform subsample of ``max(SUBSAMPLE,
+   SUBSAMPLE_PER_SLOT V)`` groups (all groups when there are fewer) plus the two seeds: the subsample is
+   auxiliary randomness drawn independently of the state. The proposal probability is ``q(A, B) =
+   prod_g sigma(+-l_g)`` over the non-seed groups, a function of C's data, the seeds and the subsample only,
+   so the reverse move evaluates the same ``q``.
 3. **Merge proposal.** For components A, B in one pair, a side is drawn with probability 1/2 to keep the
    merged component, one seed is drawn uniformly in each (``1 / (m_A m_B)``), and the launch above is run on
    ``A u B`` with those seeds to give ``q(A, B)``, the probability that the reverse split proposes A, B.
@@ -54,13 +55,16 @@ from jax.scipy.special import gammaln
 from jaxclust.dpmm import gibbs
 from jaxclust.dpmm import rows as _rows
 
-__all__ = ["split_merge", "KMEANS_STEPS", "SUBSAMPLE"]
+__all__ = ["split_merge", "KMEANS_STEPS", "SUBSAMPLE", "SUBSAMPLE_PER_SLOT"]
 
 # 2-means steps of a split launch: on separated data it converges in 2-3.
 KMEANS_STEPS = 4
-# Groups the 2-means of every launch sees at most (a uniform subsample beyond that; the final allocation and
-# its probability always cover every group).
-SUBSAMPLE = 8192
+# Groups the 2-means of every launch sees at most: SUBSAMPLE, or SUBSAMPLE_PER_SLOT per component slot when
+# that is more (a uniform subsample beyond that; the final allocation and its probability always cover every
+# group). About 64 rows per component place two 2-means centres well; more only costs time (8192 rows made
+# the launch half of an iteration's time at N = 20,000).
+SUBSAMPLE = 2048
+SUBSAMPLE_PER_SLOT = 64
 # Log-odds of a group's side are clipped so that no proposal probability is 0 (keeps the kernel irreducible).
 MAX_LOGIT = 30.0
 # Pseudo-groups of the whole sample's variance added to each launch's variance estimates (a pair seen through
@@ -75,16 +79,17 @@ def _segsum(x, seg, n):
 def _launch(key, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps, rows=None):
     """2-means launch of every pair at once. Returns the (rows,) log-odds of the right side.
 
-    ``rows``: the rows are split over devices (:mod:`jaxclust.dpmm.rows`). Below ``SUBSAMPLE`` rows each
+    ``rows``: the rows are split over devices (:mod:`jaxclust.dpmm.rows`). Below the subsample's size each
     device runs the 2-means on its own rows and every sum over rows is reduced (``psum``); above, the subsample
     rows are gathered to every device (exactly) and the 2-means runs on them alike everywhere.
     """
     n_rows = feat.shape[0] if rows is None else rows.n_rows
     dtype = feat.dtype
-    if n_rows > SUBSAMPLE:
+    n_sub = max(SUBSAMPLE, SUBSAMPLE_PER_SLOT * n_pairs)  # static
+    if n_rows > n_sub:
         n_valid = jnp.maximum(_rows.psum(jnp.sum(valid), rows), 1)  # valid rows are a prefix
         sub = jnp.concatenate(
-            [jax.random.randint(key, (SUBSAMPLE,), 0, n_valid), jnp.maximum(i_row, 0), jnp.maximum(j_row, 0)]
+            [jax.random.randint(key, (n_sub,), 0, n_valid), jnp.maximum(i_row, 0), jnp.maximum(j_row, 0)]
         )
         take = lambda x: _rows.take(x, sub, rows)  # noqa: E731
         red = lambda x: x  # noqa: E731  (the subsample is on every device: nothing to reduce)

@@ -103,6 +103,7 @@ def main() -> None:
         mesh = "all"
     if args.subsample:
         splitmerge.SUBSAMPLE = args.subsample
+        splitmerge.SUBSAMPLE_PER_SLOT = 0
     import jax
 
     out = {"process": jax.process_index(), "processes": jax.process_count(), "devices": jax.device_count()}

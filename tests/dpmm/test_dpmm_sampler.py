@@ -291,3 +291,23 @@ def test_numpyro_mcmc_vectorized_matches_exact_k_distribution(capsys):
     mcmc.print_summary()
     out = capsys.readouterr().out
     assert "n_components" in out and "r_hat" in out
+
+
+def test_categorical_draw_by_inversion_matches_the_probabilities():
+    """The parallel step's draw: with uniforms on an even grid of M points, each column is drawn for a fraction
+    of rows within 1/M of its softmax probability, and a column of logit -inf never, not even for u at the
+    largest float32 below 1 or at 0."""
+    import jax.numpy as jnp
+
+    from jaxclust.dpmm.subcluster import categorical
+
+    logits = np.array([-np.inf, 0.3, -1.2, -np.inf, 2.0, 0.0, -np.inf], np.float32)
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
+    M = 4096
+    u = np.concatenate([(np.arange(M) + 0.5) / M, [0.0, np.nextafter(np.float32(1), np.float32(0))]])
+    k = np.asarray(categorical(jnp.asarray(np.tile(logits, (len(u), 1))), jnp.asarray(u, jnp.float32)))
+    assert np.all(np.isfinite(logits[k])), "a column of probability 0 was drawn"
+    freq = np.bincount(k[:M], minlength=len(logits)) / M
+    np.testing.assert_allclose(freq, p, atol=1.0 / M + 1e-6)
+    assert k[M] == 1 and k[M + 1] == 5  # u = 0: the first possible column; u -> 1: the last one
