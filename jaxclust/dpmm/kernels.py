@@ -56,11 +56,9 @@ def iterate(
         # no cannot-links or answers (run_chains checks): a partner table of width 0 drops their terms from the
         # traced program (an unconstrained table of -1s still cost a tenth of an iteration)
         data = data._replace(partners=data.partners[:, :0], partner_w=data.partner_w[:, :0])
-    k_sm, k_main, k_alpha = jax.random.split(key, 3)
+    k_main, k_alpha, *k_sm = jax.random.split(key, 2 + spec.split_merge)
     for r in range(spec.split_merge):
-        state = splitmerge.split_merge(
-            jax.random.fold_in(k_sm, r), state, data, family, n_steps=spec.kmeans_steps, rows=rows
-        )
+        state = splitmerge.split_merge(k_sm[r], state, data, family, n_steps=spec.kmeans_steps, rows=rows)
     if spec.sampler == "collapsed":
         if spec.gibbs:
             return gibbs.sweep(k_main, state, data, family, alpha_prior)

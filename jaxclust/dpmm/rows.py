@@ -139,14 +139,14 @@ def row_ids(n_local: int, rows: RowAxis | None):
 
 
 def uniform(key, shape: tuple, dtype, rows: RowAxis | None):
-    """``jax.random.uniform(key, shape, dtype)`` for the local rows (``shape = (n_local,)``): on a device of
-    the row axis, the slice of the single-device ``(n_rows,)`` draw that belongs to its rows (padding rows
-    get 0; they never move)."""
+    """``jax.random.uniform(key, shape, dtype)`` for the local rows (``shape = (n_local, ...)``): on a device
+    of the row axis, the slice of the single-device ``(n_rows, ...)`` draw that belongs to its rows (padding
+    rows get 0; they never move)."""
     if rows is None:
         return jax.random.uniform(key, shape, dtype)
-    (n_local,) = shape
-    full = jax.random.uniform(key, (rows.n_rows,), dtype)
-    full = jnp.pad(full, (0, n_local * rows.n_shards - rows.n_rows))
+    n_local, rest = shape[0], tuple(shape[1:])
+    full = jax.random.uniform(key, (rows.n_rows,) + rest, dtype)
+    full = jnp.pad(full, [(0, n_local * rows.n_shards - rows.n_rows)] + [(0, 0)] * len(rest))
     return jax.lax.dynamic_slice_in_dim(full, _offset(n_local, rows), n_local)
 
 

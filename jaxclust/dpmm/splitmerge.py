@@ -55,7 +55,7 @@ from jax.scipy.special import gammaln
 from jaxclust.dpmm import gibbs
 from jaxclust.dpmm import rows as _rows
 
-__all__ = ["split_merge", "KMEANS_STEPS", "SUBSAMPLE", "SUBSAMPLE_PER_SLOT"]
+__all__ = ["split_merge", "subsample_size", "KMEANS_STEPS", "SUBSAMPLE", "SUBSAMPLE_PER_SLOT"]
 
 # 2-means steps of a split launch: on separated data it converges in 2-3.
 KMEANS_STEPS = 4
@@ -76,8 +76,16 @@ def _segsum(x, seg, n):
     return jax.ops.segment_sum(x, seg, num_segments=n)
 
 
-def _launch(key, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps, rows=None):
+def subsample_size(n_pairs: int) -> int:
+    """Rows the 2-means of a launch sees at most (static): ``max(SUBSAMPLE, SUBSAMPLE_PER_SLOT n_pairs)``."""
+    return max(SUBSAMPLE, SUBSAMPLE_PER_SLOT * n_pairs)
+
+
+def _launch(words, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps, rows=None):
     """2-means launch of every pair at once. Returns the (rows,) log-odds of the right side.
+
+    ``words``: (:func:`subsample_size`,) random 32-bit words that pick the subsample (any law independent of
+    the state keeps the move exact; ``word mod n`` is the one used).
 
     ``rows``: the rows are split over devices (:mod:`jaxclust.dpmm.rows`). Below the subsample's size each
     device runs the 2-means on its own rows and every sum over rows is reduced (``psum``); above, the subsample
@@ -85,11 +93,14 @@ def _launch(key, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps
     """
     n_rows = feat.shape[0] if rows is None else rows.n_rows
     dtype = feat.dtype
-    n_sub = max(SUBSAMPLE, SUBSAMPLE_PER_SLOT * n_pairs)  # static
-    if n_rows > n_sub:
+    if n_rows > subsample_size(n_pairs):
         n_valid = jnp.maximum(_rows.psum(jnp.sum(valid), rows), 1)  # valid rows are a prefix
         sub = jnp.concatenate(
-            [jax.random.randint(key, (n_sub,), 0, n_valid), jnp.maximum(i_row, 0), jnp.maximum(j_row, 0)]
+            [
+                (words % n_valid.astype(jnp.uint32)).astype(jnp.int32),
+                jnp.maximum(i_row, 0),
+                jnp.maximum(j_row, 0),
+            ]
         )
         take = lambda x: _rows.take(x, sub, rows)  # noqa: E731
         red = lambda x: x  # noqa: E731  (the subsample is on every device: nothing to reduce)
@@ -177,16 +188,21 @@ def split_merge(
     dtype = state.counts.dtype
     valid = data.valid
     row_id = _rows.row_ids(z.shape[0], rows)
-    k_place, k_seed, k_orient, k_side, k_acc, k_sub = jax.random.split(key, 6)
+    # few random-number call sites (each is a copy of the generator in the compiled program): the per-pair
+    # draws from one call of 32-bit words, the per-row ones from another
+    k_pairs, k_rows = jax.random.split(key)
+    n_words = n_labels + 2 * n_pairs
+    bits = jax.random.bits(k_pairs, (n_words + subsample_size(n_pairs),), jnp.uint32)
+    u_rows = _rows.uniform(k_rows, z.shape + (2,), dtype, rows)  # (rows, 2): seed order, proposed side
 
-    # 1. pairing: occupied slots at uniformly random labels
+    # 1. pairing: occupied slots at uniformly random labels (a shuffle: sorting 32-bit random keys)
     occupied = state.counts > 0
-    label_of_slot = jax.random.permutation(k_place, n_labels)[:V].astype(jnp.int32)
+    label_of_slot = jnp.argsort(bits[:n_labels])[:V].astype(jnp.int32)
     slot_at = jnp.full((n_labels,), V, jnp.int32).at[label_of_slot].set(jnp.arange(V, dtype=jnp.int32))
     occ_pair = jnp.concatenate([occupied, jnp.zeros((1,), bool)])[slot_at].reshape(n_pairs, 2)
     is_merge = occ_pair[:, 0] & occ_pair[:, 1]
     is_split = occ_pair[:, 0] ^ occ_pair[:, 1]
-    orient = jax.random.bernoulli(k_orient, 0.5, (n_pairs,)).astype(jnp.int32)
+    orient = (bits[n_labels : n_labels + n_pairs] >> 31).astype(jnp.int32)  # a fair coin per pair
     keep = jnp.where(is_merge, orient, jnp.where(occ_pair[:, 0], 0, 1))  # side that keeps / seeds left
     pair_slots = slot_at.reshape(n_pairs, 2)
     keep_slot = pair_slots[jnp.arange(n_pairs), keep]
@@ -198,7 +214,7 @@ def split_merge(
     pseg = jnp.where(valid, pair, n_pairs)
 
     # seeds: the first and second group of each label in a uniformly random order
-    u = jnp.where(valid, _rows.uniform(k_seed, z.shape, dtype, rows), 2.0)
+    u = jnp.where(valid, u_rows[:, 0], 2.0)
     first_u = _rows.segment_min(u, seg_lab, n_labels, rows)
     is_first = valid & (u == first_u[lab])
     second_u = _rows.segment_min(jnp.where(is_first, 2.0, u), seg_lab, n_labels, rows)
@@ -212,8 +228,8 @@ def split_merge(
     # 2-3. launch on every pair's union; the proposed split (split pairs) or the current one (merge pairs)
     feat, within = family.split_view(data.stats)
     size = data.stats.size
-    logit = _launch(k_sub, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps, rows)
-    drawn = _rows.uniform(k_side, z.shape, dtype, rows) < jax.nn.sigmoid(logit)
+    logit = _launch(bits[n_words:], feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps, rows)
+    drawn = u_rows[:, 1] < jax.nn.sigmoid(logit)
     part = jnp.where(is_split[pair], drawn, ~on_keep)
     part = jnp.where(is_i, False, jnp.where(is_j, True, part)).astype(jnp.int32)
     seeded = is_i | is_j
@@ -265,7 +281,7 @@ def split_merge(
     # 4. sequential acceptance (only K, the free slots and the overflow flag are carried)
     can_split = is_split & (m_union >= 2)
     can_merge = is_merge & ~blocked
-    log_u = jnp.log(jax.random.uniform(k_acc, (n_pairs,), dtype))
+    log_u = jnp.log((bits[n_labels + n_pairs : n_words] >> 8).astype(dtype) * 2.0**-24)  # uniform on [0, 1)
     n_occupied = jnp.sum(occupied).astype(dtype)
 
     def accept(carry, x):

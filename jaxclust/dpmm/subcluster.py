@@ -93,15 +93,15 @@ def restricted_step(
     logits = family.group_loglik(params, data.stats, data.feat) + data.stats.size[:, None] * log_pi[None, :]
 
     # anchors: the lowest-priority group of each component stays; others may join k only above k's anchor
-    prio = jnp.where(valid, _rows.uniform(k_prio, z.shape, dtype, rows), 2.0)
+    u_rows = _rows.uniform(k_prio, z.shape + (2,), dtype, rows)  # one call: priorities, unconstrained draws
+    prio = jnp.where(valid, u_rows[:, 0], 2.0)
     anchor = _rows.segment_min(prio, jnp.where(valid, z, V), V, rows)
     allowed = (prio[:, None] > anchor[None, :]) | (slot_ids[None, :] == z[:, None])
     logits = jnp.where(allowed, logits, -jnp.inf)
     movable = valid & (prio > anchor[z])
 
     if not constrained:
-        u = _rows.uniform(k_u, z.shape, dtype, rows)
-        new = categorical(logits, u)
+        new = categorical(logits, u_rows[:, 1])
         return jnp.where(movable & (new >= 0), new, z)
 
     partners, weights = data.partners, data.partner_w
