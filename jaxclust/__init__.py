@@ -30,9 +30,11 @@ _LAZY: dict[str, str] = {
     "ITML": "jaxclust.icc",
     "ConstrainedAgglomerative": "jaxclust.icc",
     "ICC": "jaxclust.icc",
+    "enable_compilation_cache": "jaxclust.compilation_cache",
 }
 _SUBMODULES = (
     "active",
+    "compilation_cache",
     "constraints",
     "datasets",
     "dpmm",

@@ -139,7 +139,8 @@ def prepare(
     log_const = float(np.sum(stats.coef)) if hasattr(stats, "coef") else 0.0
     log_const += float(log_jacobian) + (0.0 if constraints is None else constraints.log_answer_constant)
     stats = jax.tree.map(lambda a: jnp.asarray(a, dtype), stats)
-    feat = family.loglik_features(stats) if features else jnp.zeros((n, 0), dtype)
+    # one compiled function rather than an eager op (a compile each) per step of the formula
+    feat = jax.jit(type(family).loglik_features)(family, stats) if features else jnp.zeros((n, 0), dtype)
     return GroupData(
         stats=stats,
         valid=jnp.asarray(np.arange(n) < n_groups),

@@ -1,0 +1,59 @@
+"""Keep JAX's compiled programs on disk, so that a new process skips compiling the samplers again.
+
+Most of a first ``DPMM().fit`` on a CPU is XLA compiling the sampler (about 5 of 9 s at 20,000 points on a
+2-core machine: ``benchmarks/RESULTS.md``). JAX can store compiled programs in a directory and load them in a
+later process with the same JAX version, backend and shapes; this turns that on, for every compiled function
+(by default JAX only stores programs that took a second or more to compile)::
+
+    import jaxclust
+    jaxclust.enable_compilation_cache()          # ~/.cache/jaxclust/xla, or $JAXCLUST_CACHE_DIR
+    jaxclust.DPMM().fit(X)                       # compiles and stores; a later process loads
+
+It changes JAX's global configuration for the whole process (JAX's own setting, ``JAX_COMPILATION_CACHE_DIR``,
+does the same from the environment). The directory grows with each new shape compiled; delete it at will.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from jaxclust.errors import InvalidInputError
+
+__all__ = ["enable_compilation_cache", "default_cache_dir"]
+
+
+def default_cache_dir() -> Path:
+    """``$JAXCLUST_CACHE_DIR``, else ``$XDG_CACHE_HOME/jaxclust/xla``, else ``~/.cache/jaxclust/xla``."""
+    if os.environ.get("JAXCLUST_CACHE_DIR"):
+        return Path(os.environ["JAXCLUST_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "jaxclust" / "xla"
+
+
+def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
+    """Store every program JAX compiles from now on in ``path`` (created if needed; default
+    :func:`default_cache_dir`) and load it from there in later processes. Returns the directory.
+
+    Call it before the first fit: programs compiled earlier in the process are not stored.
+    """
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache as cc
+
+    where = default_cache_dir() if path is None else Path(path).expanduser()
+    if where.exists() and not where.is_dir():
+        raise InvalidInputError(f"path: {str(where)!r} exists and is not a directory")
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInputError(
+            f"path: cannot create the cache directory {str(where)!r} ({exc.strerror})"
+        ) from None
+    if not os.access(where, os.W_OK):
+        raise InvalidInputError(f"path: the cache directory {str(where)!r} is not writable")
+    jax.config.update("jax_compilation_cache_dir", str(where))
+    # every program, not only those that took a second or more: the sampler's small helpers add up
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    cc.reset_cache()  # a cache JAX already set up (or found disabled) in this process is re-read from the config
+    return where
