@@ -22,7 +22,7 @@ from scipy import integrate, stats
 from scipy.special import gammaln
 
 from jaxclust import Constraints
-from jaxclust.dpmm import NormalGamma, chains, gibbs, sample
+from jaxclust.dpmm import NormalGamma, chains, gibbs, sample, splitmerge
 from jaxclust.dpmm.kernels import Kernel
 from jaxclust.dpmm.model import prepare_data
 
@@ -240,6 +240,23 @@ def test_split_merge_alone_keeps_the_exact_posterior(case):
     """Split-merge rounds with no Gibbs sweep and no restricted step, on 5 points (Bell(5) = 52 partitions):
     from exact draws the law stays exact, and the moves alone change most chains' partitions (each accepted
     move is a whole split or merge)."""
+    _split_merge_alone(case, Kernel("collapsed", split_merge=1, gibbs=False))
+
+
+@pytest.mark.parametrize("case", ["none", "both"])
+def test_split_merge_with_a_subsampled_launch_keeps_the_exact_posterior(case, monkeypatch):
+    """As above with the launch's 2-means on a random subsample of 2 rows (plus the seeds) instead of all 5: the
+    subsample is auxiliary randomness, so the law stays exact whatever its size (large data always takes this
+    path). A 2-means of 3 or 2 steps (no other test's) makes a fresh trace, so the patched sizes are compiled."""
+    monkeypatch.setattr(splitmerge, "SUBSAMPLE", 2)
+    monkeypatch.setattr(splitmerge, "SUBSAMPLE_PER_SLOT", 0)
+    traces = chains.TRACE_COUNTER["block"]
+    steps = {"none": 3, "both": 2}[case]
+    _split_merge_alone(case, Kernel("collapsed", split_merge=1, gibbs=False, kmeans_steps=steps))
+    assert chains.TRACE_COUNTER["block"] > traces
+
+
+def _split_merge_alone(case, spec):
     constraints = CASES5[case]
     parts, exact = exact_posterior(X5, constraints, alpha=0.8)
     start = exact_draws(parts, exact, N_CHAINS, seed=2)
@@ -258,7 +275,7 @@ def test_split_merge_alone_keeps_the_exact_posterior(case):
         n_burnin=10,
         n_samples=N_SAMPLES,
         thin=2,
-        spec=Kernel("collapsed", split_merge=1, gibbs=False),
+        spec=spec,
     )
     freq = sample_frequencies(res.samples, parts)
     tv = 0.5 * np.abs(freq - exact).sum()
