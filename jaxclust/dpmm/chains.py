@@ -409,35 +409,21 @@ def run_chains(
         from tqdm.auto import tqdm
 
         iterator = tqdm(iterator, desc="DPMM sweeps", unit="block")
+    run_block = _run_block if rows is None else functools.partial(_run_block_rows, mesh=mesh, rows=rows)
     for b in iterator:
         n_active, keep = blocks[b]
         while True:
-            if rows is None:
-                new_states, (lj, kk, al) = _run_block(
-                    chain_keys,
-                    states,
-                    data,
-                    family,
-                    alpha_prior,
-                    jnp.asarray(n_active),
-                    jnp.asarray(b),
-                    n_sweeps=thin,
-                    spec=spec,
-                )
-            else:
-                new_states, (lj, kk, al) = _run_block_rows(
-                    chain_keys,
-                    states,
-                    data,
-                    family,
-                    alpha_prior,
-                    jnp.asarray(n_active),
-                    jnp.asarray(b),
-                    n_sweeps=thin,
-                    spec=spec,
-                    mesh=mesh,
-                    rows=rows,
-                )
+            new_states, (lj, kk, al) = run_block(
+                chain_keys,
+                states,
+                data,
+                family,
+                alpha_prior,
+                jnp.asarray(n_active),
+                jnp.asarray(b),
+                n_sweeps=thin,
+                spec=spec,
+            )
             if not bool(np.any(_fetch(new_states.overflow))):
                 break
             # a chain needed a slot it did not have: grow, and redo the block from its start with the same
