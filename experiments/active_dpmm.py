@@ -284,6 +284,7 @@ def run_set(name: str, args, echo=print) -> dict:
             min_samples=min_samples,
             warm_burnin=args.warm_burnin,
             progress=args.progress,
+            propagation="pairs",  # the reported verb runs (see run_one)
         )
     runs += run_curves(
         X,
@@ -293,6 +294,7 @@ def run_set(name: str, args, echo=print) -> dict:
         args.n_random,
         min_samples=min_samples,
         warm_burnin=args.warm_burnin,
+        propagation="pairs",
         progress=args.progress,
     )
     summary = curve_summary(runs)
@@ -398,8 +400,12 @@ def run_one(
     name: str | None = None,
     data_dir: str | None = None,
     progress: bool = False,
+    propagation: str = "pairs",
 ) -> dict:
     """ONE learning curve (the grid kind ``active_dpmm``): the history of one ActiveLearner run.
+
+    ``propagation``: ``"pairs"`` (default here: the setting of every reported verb run, answers on their pairs
+    only) or ``"classes"`` (the library's default: answers join components into classes).
 
     ``dataset``: one of ``SETS``; ``prior_scale``: None or ``"default"`` (the DPMM's default prior), a
     number, or ``"auto"``; ``strategy``: ``batch`` (the paper's batch method), ``naive_batch``,
@@ -452,6 +458,7 @@ def run_one(
         min_samples=min_samples,
         warm_burnin=warm_burnin,
         progress=progress,
+        propagation=propagation,
     )
     meta = {
         "set": dataset,

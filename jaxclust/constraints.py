@@ -41,6 +41,18 @@ Pair = tuple[int, int]
 _KINDS = {True: "must", False: "cannot"}
 
 
+def _index_array(values: Any, name: str) -> np.ndarray:
+    """Item indices as int64; a non-integer value (1.9, NaN, a bool, a string) raises ``ConstraintError`` naming
+    it instead of being truncated."""
+    arr = np.asarray(values)
+    if arr.size and (arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer)):
+        bad = arr.ravel()[0]
+        raise ConstraintError(
+            f"{name}: index {bad.item() if isinstance(bad, np.generic) else bad!r} is not an integer"
+        )
+    return arr.astype(np.int64)
+
+
 def _as_index(value: Any, n: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise ConstraintError(f"{what}: index {value!r} is not an integer")
@@ -59,6 +71,13 @@ def _as_pair(pair: Any, n: int, kind: str) -> Pair:
     return _as_index(i, n, what), _as_index(j, n, what)
 
 
+def _show(item: Any) -> str:
+    """A constraint entry as the user wrote it, with NumPy scalars shown as numbers."""
+    if isinstance(item, tuple | list):
+        return "(" + ", ".join(repr(v.item()) if isinstance(v, np.generic) else repr(v) for v in item) + ")"
+    return repr(item)
+
+
 def _pair_list(pairs: Any, name: str) -> list:
     """``pairs`` as a list, or ConstraintError naming ``name`` when it is not a collection of pairs."""
     if isinstance(pairs, str | bytes | Mapping) or not isinstance(pairs, Iterable):
@@ -71,6 +90,23 @@ def _entry(item: Any, name: str) -> tuple:
     if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 3:
         raise ConstraintError(f"{name}: entry {item!r} is not [i, j, 'must' | 'cannot']")
     return tuple(item)
+
+
+def as_kind(kind: Any, what: str) -> bool:
+    """An answer's kind as ``must`` (True) or not: exactly ``True``/``"must"`` or ``False``/``"cannot"``.
+
+    ``None`` (an oracle's "don't know") and every other value raise ``ConstraintError`` naming ``what``.
+    """
+    if isinstance(kind, bool | np.bool_):
+        return bool(kind)
+    if isinstance(kind, str) and kind in ("must", "cannot"):
+        return kind == "must"
+    if kind is None:
+        raise ConstraintError(
+            f'{what}: kind None means "don\'t know", which is not a constraint (leave the pair out); '
+            "expected True / 'must' or False / 'cannot'"
+        )
+    raise ConstraintError(f"{what}: kind must be 'must' or 'cannot' (or True / False), got {kind!r}")
 
 
 def _error_rate(value: Any, name: str, allow_zero: bool = True) -> float:
@@ -301,12 +337,7 @@ class Constraints:
                 i, j, kind = item
             except (TypeError, ValueError) as exc:
                 raise ConstraintError(f"constraint {item!r}: expected (i, j, 'must' | 'cannot')") from exc
-            if kind in ("must", True, 1):
-                log.append(((i, j), True))
-            elif kind in ("cannot", False, 0, -1):
-                log.append(((i, j), False))
-            else:
-                raise ConstraintError(f"constraint {item!r}: kind must be 'must' or 'cannot', got {kind!r}")
+            log.append(((i, j), as_kind(kind, f"constraint {_show(item)}")))
         obj = cls.__new__(cls)
         obj._init(n, log, on_conflict, dropped=())
         return obj
@@ -351,9 +382,7 @@ class Constraints:
             if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) not in (3, 4):
                 raise ConstraintError(f"answer {item!r}: expected (i, j, 'must' | 'cannot'[, error_rate])")
             i, j, kind = item[:3]
-            if kind not in ("must", "cannot", True, False):
-                raise ConstraintError(f"answer {item!r}: kind must be 'must' or 'cannot', got {kind!r}")
-            must = kind in ("must", True)
+            must = as_kind(kind, f"answer {_show(item)}")
             eps = _error_rate(item[3] if len(item) == 4 else error_rate, f"answer {item!r} error_rate")
             (soft if eps > 0 else hard).append(((i, j), must, eps))
         obj = cls.__new__(cls)
@@ -368,10 +397,11 @@ class Constraints:
         obj._init(self._n, log, self._on_conflict, dropped=self._dropped, soft=soft)
         return obj
 
-    def with_answer(self, i: int, j: int, must: bool, error_rate: float = 0.0) -> Constraints:
-        """A new set with the answer "(i, j) must (or cannot) link" added, wrong with probability
-        ``error_rate`` (0: a hard constraint)."""
-        return self._with(i, j, bool(must), error_rate)
+    def with_answer(self, i: int, j: int, must: bool | str, error_rate: float = 0.0) -> Constraints:
+        """A new set with the answer "(i, j) must (or cannot) link" added (``must``: True / ``"must"`` or
+        False / ``"cannot"``; a "don't know" is no answer), wrong with probability ``error_rate`` (0: a hard
+        constraint)."""
+        return self._with(i, j, as_kind(must, f"answer ({i!r}, {j!r})"), error_rate)
 
     def with_must_link(self, i: int, j: int) -> Constraints:
         """A new set with the must-link ``(i, j)`` added."""
@@ -381,9 +411,10 @@ class Constraints:
         """A new set with the cannot-link ``(i, j)`` added."""
         return self._with(i, j, False)
 
-    def with_constraint(self, i: int, j: int, must: bool) -> Constraints:
-        """A new set with ``(i, j)`` added as a must-link (``must=True``) or cannot-link."""
-        return self._with(i, j, bool(must))
+    def with_constraint(self, i: int, j: int, must: bool | str) -> Constraints:
+        """A new set with ``(i, j)`` added as a must-link (``must=True`` or ``"must"``) or cannot-link
+        (``False`` or ``"cannot"``)."""
+        return self._with(i, j, as_kind(must, f"constraint ({i!r}, {j!r})"))
 
     # read-only views ------------------------------------------------------------------------------------------
     @property
@@ -588,8 +619,7 @@ class Constraints:
     # queries ------------------------------------------------------------------------------------------------
     def status_codes(self, i: Any, j: Any) -> np.ndarray:
         """Vectorised status of pairs: int8 array, 1 = must (same group), -1 = cannot (implied), 0 = unknown."""
-        i = np.asarray(i, dtype=np.int64)
-        j = np.asarray(j, dtype=np.int64)
+        i, j = _index_array(i, "i"), _index_array(j, "j")
         for arr, name in ((i, "i"), (j, "j")):
             if arr.size and (arr.min() < 0 or arr.max() >= self._n):
                 bad = arr[(arr < 0) | (arr >= self._n)].ravel()[0]

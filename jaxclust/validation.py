@@ -26,6 +26,7 @@ __all__ = [
     "reject_constraints_as_y",
     "prng_key",
     "seed_from",
+    "sklearn_seed",
 ]
 
 
@@ -296,7 +297,11 @@ def reject_constraints_as_y(y: Any, where: str, hint: str, name: str = "y") -> N
 
 
 def seed_from(random_state: Any) -> int:
-    """An int seed from ``random_state`` (None -> 0, int -> itself, ``np.random.RandomState/Generator`` -> a draw)."""
+    """An int seed from ``random_state`` (None -> 0, int -> itself, ``np.random.RandomState/Generator`` -> a draw).
+
+    Every int in ``[0, 2**64)`` is its own seed (``2**32 + 5`` and ``5`` give different draws); larger ones
+    raise ``InvalidInputError`` rather than being folded onto smaller ones.
+    """
     if random_state is None:
         return 0
     if isinstance(random_state, bool):
@@ -305,7 +310,9 @@ def seed_from(random_state: Any) -> int:
         seed = int(random_state)
         if seed < 0:
             raise InvalidInputError(f"random_state: must be >= 0, got {seed}")
-        return seed % (2**32)
+        if seed >= 2**64:
+            raise InvalidInputError(f"random_state: must be below 2**64, got {seed}")
+        return seed
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(0, 2**31 - 1))
     if isinstance(random_state, np.random.Generator):
@@ -324,4 +331,12 @@ def prng_key(random_state: Any = None):
             return random_state
         if random_state.dtype == np.uint32 and random_state.shape == (2,):  # legacy raw key
             return jax.random.wrap_key_data(random_state)
-    return jax.random.key(seed_from(random_state))
+    seed = seed_from(random_state)
+    key = jax.random.key(seed & 0xFFFFFFFF)  # JAX keeps 32 bits of a seed: the high word is folded in
+    return jax.random.fold_in(key, seed >> 32) if seed >> 32 else key
+
+
+def sklearn_seed(seed: int) -> int:
+    """A seed for scikit-learn (which takes ``[0, 2**32)``) from one of ``seed_from``: itself when it fits,
+    else a 32-bit draw of NumPy's seed sequence of the whole integer."""
+    return seed if seed < 2**32 else int(np.random.SeedSequence(seed).generate_state(1)[0])

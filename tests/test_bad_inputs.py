@@ -280,6 +280,15 @@ CORPUS = [
     B(lambda: Constraints(3, must_link=[(0, 1), (1, 2)], cannot_link=[(0, 2)]), ConstraintConflictError, r"items 0 and 2 are cannot-linked but must-links join them \(chain 0 -> 1 -> 2\)", "c-conflict-chain"),
     B(lambda: Constraints(3, on_conflict="x"), InvalidInputError, r"^on_conflict: expected 'raise' or 'drop', got 'x'", "c-on-conflict"),
     B(lambda: Constraints.from_pairs(3, [(0, 1, "maybe")]), ConstraintError, r"^constraint \(0, 1, 'maybe'\): kind must be 'must' or 'cannot'", "c-from-pairs-kind"),
+    B(lambda: Constraints.from_pairs(4, [(0, 1, np.array([1, 0]))]), ConstraintError, r"^constraint \(0, 1, array\(\[1, 0\]\)\): kind must be 'must' or 'cannot' \(or True / False\), got array", "c-from-pairs-kind-array"),
+    B(lambda: Constraints.from_pairs(4, [(0, 1, 1)]), ConstraintError, r"^constraint \(0, 1, 1\): kind must be 'must' or 'cannot' \(or True / False\), got 1", "c-from-pairs-kind-int"),
+    B(lambda: Constraints(4).with_answer(0, 1, None), ConstraintError, r"^answer \(0, 1\): kind None means \"don't know\", which is not a constraint", "c-with-answer-none"),
+    B(lambda: Constraints(4).with_answer(0, 1, "no", error_rate=0.1), ConstraintError, r"^answer \(0, 1\): kind must be 'must' or 'cannot' \(or True / False\), got 'no'", "c-with-answer-word"),
+    B(lambda: Constraints(4).with_constraint(0, 1, "yes"), ConstraintError, r"^constraint \(0, 1\): kind must be 'must' or 'cannot' \(or True / False\), got 'yes'", "c-with-constraint-word"),
+    B(lambda: Constraints.from_answers(4, [(0, 1, None)]), ConstraintError, r"^answer \(0, 1, None\): kind None means \"don't know\"", "c-from-answers-none"),
+    B(lambda: Constraints(4).status_codes([1.9], [2.2]), ConstraintError, r"^i: index 1.9 is not an integer", "c-status-codes-float"),
+    B(lambda: Constraints(4).status_codes([np.nan], [1]), ConstraintError, r"^i: index nan is not an integer", "c-status-codes-nan"),
+    B(lambda: V.seed_from(2**64), InvalidInputError, r"^random_state: must be below 2\*\*64, got 18446744073709551616", "v-seed-too-big"),
     B(lambda: Constraints.from_labels([0, 1], [5]), ConstraintError, r"^from_labels: index 5 is out of range for 2 items", "c-from-labels-oob"),
     B(lambda: Constraints.from_labels(["a", "b"], [0, 1]), InvalidInputError, r"^labels: expected integer labels, got dtype <U1", "c-from-labels-str"),
     B(lambda: Constraints(3).status(0, 3), ConstraintError, r"^status: index 3 is out of range for 3 items", "c-status-oob"),
@@ -336,8 +345,12 @@ CORPUS = [
     B(lambda: coclustering(S, [-1, 2]), InvalidInputError, r"^weights: must be non-negative with a positive sum", "a-cocl-weights-neg"),
     B(lambda: coclustering(S, [1, 1, 1]), InvalidInputError, r"^weights: expected 2 entries \(one per sample\), got 3", "a-cocl-weights-len"),
     B(lambda: link_entropy([["a", "b"]]), InvalidInputError, r"^samples: expected numeric values, got dtype <U1", "a-entropy-str"),
-    B(lambda: top_entropy_pairs(S, 0), InvalidInputError, r"^k: must be >= 1, got 0", "a-top-k0"),
-    B(lambda: top_entropy_pairs(S, 1, Constraints(5)), InvalidInputError, r"^constraints: built for 5 items, samples have 4", "a-top-constraints-n"),
+    B(lambda: top_entropy_pairs(S, 0), InvalidInputError, r"^k: expected an int >= 1, got 0", "a-top-k0"),
+    B(lambda: top_entropy_pairs(S, 2.7), InvalidInputError, r"^k: expected an int >= 1, got 2.7", "a-top-k-float"),
+    B(lambda: top_entropy_pairs(S, None), InvalidInputError, r"^k: expected an int >= 1, got None", "a-top-k-none"),
+    B(lambda: top_entropy_pairs(S, np.nan), InvalidInputError, r"^k: expected an int >= 1, got nan", "a-top-k-nan"),
+    B(lambda: top_entropy_pairs(S, 1, exclude=[(0, 1, 2)]), InvalidInputError, r"^exclude: entry \(0, 1, 2\) is not a pair", "a-top-exclude-triple"),
+    B(lambda: top_entropy_pairs(S, 1, Constraints(5)), ConstraintError, r"^constraints: built for 5 items but the samples have 4 \(top_entropy_pairs\)", "a-top-constraints-n"),
     B(lambda: top_entropy_pairs(S, 1, block=0), InvalidInputError, r"^block: must be >= 1, got 0", "a-top-block0"),
     B(lambda: select_queries(S, strategy="x"), InvalidInputError, r"^strategy: expected one of .* got 'x'", "a-select-strategy"),
     B(lambda: select_queries(S, strategy="batch"), InvalidInputError, r"^strategy: 'batch' needs the oracle between picks", "a-select-batch"),
@@ -604,6 +617,44 @@ def test_itml_drops_identical_point_pairs():
     Xd = np.vstack([X, X[:1]])  # row 12 duplicates row 0
     m = ITML().fit(Xd, [[0, 12], [0, 6]], [1, -1])
     assert m.n_pairs_used_ == 1 and np.isfinite(m.mahalanobis_).all()
+
+
+def test_an_answer_kind_as_a_word_is_read_as_the_word():
+    """'cannot' is a cannot-link everywhere an answer's kind is taken (a non-empty string is not True)."""
+    c = Constraints(4)
+    assert c.with_answer(0, 1, "cannot").pairs == ((0, 1, "cannot"),)
+    assert c.with_constraint(0, 1, "cannot").pairs == ((0, 1, "cannot"),)
+    assert c.with_answer(0, 1, "cannot", error_rate=0.1).answers == ((0, 1, "cannot", 0.1),)
+    assert c.with_answer(0, 1, np.bool_(True)).pairs == ((0, 1, "must"),)
+    assert Constraints.from_answers(4, [(0, 1, False, 0.2)]).answers == ((0, 1, "cannot", 0.2),)
+
+
+def test_seeds_beyond_32_bits_are_their_own():
+    """2**32 + 5 and 5 are different seeds (JAX alone keeps 32 bits of a seed); seeds below 2**32 give the
+    keys they always gave."""
+    a = KMeans(3, n_init=1, random_state=5).fit(X)
+    b = KMeans(3, n_init=1, random_state=2**32 + 5).fit(X)
+    assert not np.array_equal(a.cluster_centers_, b.cluster_centers_) or not np.array_equal(a.labels_, b.labels_)
+    np.testing.assert_array_equal(jax.random.key_data(V.prng_key(5)), jax.random.key_data(jax.random.key(5)))
+    k1, k2 = (jax.random.key_data(V.prng_key(s)) for s in (5, 2**32 + 5))
+    assert not np.array_equal(k1, k2)
+    assert V.sklearn_seed(7) == 7 and 0 <= V.sklearn_seed(2**40 + 7) < 2**32
+
+
+def test_coclustering_labels_and_weights_at_the_limits():
+    """Integer labels compare exactly beyond 2**53; weights of 1e39 or 1e-46 are ratios like any other."""
+    p = np.asarray(coclustering(np.array([[2**53, 2**53 + 1, 0], [0, 0, 1]])))
+    np.testing.assert_allclose(p, [[1, 0.5, 0], [0.5, 1, 0], [0, 0, 1]])
+    for w in (1e39, 1e-46):
+        q = np.asarray(coclustering(S, [w, 3 * w]))
+        np.testing.assert_allclose(np.diag(q), 1.0)
+        np.testing.assert_allclose(q[0, 1], 0.25, rtol=1e-6)  # together only in sample 0, of weight 1/4
+
+
+def test_top_entropy_pairs_takes_every_constraint_spelling():
+    want = top_entropy_pairs(S, 2, Constraints(4, must_link=[(0, 1)]))
+    assert top_entropy_pairs(S, 2, {"must_link": [(0, 1)]}) == want
+    assert top_entropy_pairs(S, 2, ([(0, 1)], [])) == want
 
 
 def test_active_coclustering_treats_minus_one_as_a_label():

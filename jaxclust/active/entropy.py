@@ -29,9 +29,9 @@ import numpy as np
 from jax import lax
 from jax.scipy.special import entr
 
-from jaxclust.constraints import next_pow2
+from jaxclust.constraints import as_constraints, next_pow2
 from jaxclust.errors import InvalidInputError
-from jaxclust.validation import check_array
+from jaxclust.validation import check_array, check_index, check_int
 
 __all__ = ["coclustering", "link_entropy", "agreeing_samples", "top_entropy_pairs", "binary_entropy"]
 
@@ -42,10 +42,32 @@ def binary_entropy(p: jax.Array) -> jax.Array:
 
 
 def _as_samples(samples) -> np.ndarray:
-    arr = check_array(samples, name="samples", min_rows=1, min_cols=2, dtype=np.float64)
-    if not np.all(arr == np.round(arr)):
-        raise InvalidInputError("samples: expected integer component labels")
-    return arr.astype(np.int32)
+    """(S, n) labels as int32 ids per row; integer labels are compared exactly (``2**53`` and ``2**53 + 1``
+    differ), whatever their size."""
+    arr = samples if isinstance(samples, np.ndarray) else None
+    exact = arr is not None and arr.dtype != bool and np.issubdtype(arr.dtype, np.integer)
+    if not (exact and arr.ndim == 2 and arr.shape[0] >= 1 and arr.shape[1] >= 2):
+        arr = check_array(
+            samples, name="samples", min_rows=1, min_cols=2, dtype=np.float64
+        )  # names the problem
+        if not np.all(arr == np.round(arr)):
+            raise InvalidInputError("samples: expected integer component labels")
+    out = np.empty(arr.shape, np.int32)
+    for s, row in enumerate(arr):
+        out[s] = np.unique(row, return_inverse=True)[1].reshape(-1)
+    return out
+
+
+def check_pairs(pairs, n: int, name: str) -> list[tuple[int, int]]:
+    """``pairs`` as a list of (i, j) index pairs into ``n`` items, or InvalidInputError naming the bad one."""
+    out = []
+    for p in pairs:
+        if isinstance(p, str | bytes) or np.ndim(p) != 1 or len(p) != 2:
+            raise InvalidInputError(f"{name}: entry {p!r} is not a pair (i, j)")
+        out.append(
+            (check_index(p[0], n, f"{name} {tuple(p)!r}"), check_index(p[1], n, f"{name} {tuple(p)!r}"))
+        )
+    return out
 
 
 def _as_weights(weights, n_samples: int) -> jax.Array:
@@ -56,7 +78,8 @@ def _as_weights(weights, n_samples: int) -> jax.Array:
         raise InvalidInputError(f"weights: expected {n_samples} entries (one per sample), got {w.shape[0]}")
     if (w < 0).any() or w.sum() <= 0:
         raise InvalidInputError("weights: must be non-negative with a positive sum")
-    return jnp.asarray(w, jnp.float32)
+    # only the ratios matter: scaled to a maximum of 1 in float64, so 1e39 or 1e-46 survive float32
+    return jnp.asarray(w / w.max(), jnp.float32)
 
 
 def _row_counts(samples: jax.Array, weights: jax.Array, rows: jax.Array) -> jax.Array:
@@ -222,15 +245,15 @@ def group_arrays(constraints, n: int) -> tuple[np.ndarray, np.ndarray]:
 def _validate(samples, k, constraints, weights, exclude, block):
     z = _as_samples(samples)
     n = z.shape[1]
-    if int(k) < 1:
-        raise InvalidInputError(f"k: must be >= 1, got {k}")
-    if constraints is not None and constraints.n != n:
-        raise InvalidInputError(f"constraints: built for {constraints.n} items, samples have {n}")
-    excl = {(min(a, b), max(a, b)) for a, b in exclude}
+    k = check_int(k, "k", minimum=1)
+    constraints = as_constraints(
+        constraints, n, where="top_entropy_pairs", subject="the samples have {n}"
+    )
+    excl = {(min(a, b), max(a, b)) for a, b in check_pairs(exclude, n, "exclude")}
     block = int(min(n, 256) if block is None else block)
     if block < 1:
         raise InvalidInputError(f"block: must be >= 1, got {block}")
-    return z, int(k), excl, block, _as_weights(weights, z.shape[0])
+    return z, int(k), constraints, excl, block, _as_weights(weights, z.shape[0])
 
 
 def _checked(out, constraints):
@@ -275,7 +298,7 @@ def top_entropy_pairs(samples, k: int, constraints=None, weights=None, exclude=(
         pair with the smaller row, then column, index. When fewer than ``k`` unknown pairs have positive
         entropy, the list goes on with zero-entropy unknown pairs in that index order.
     """
-    z, k, excl, block, w = _validate(samples, k, constraints, weights, exclude, block)
+    z, k, constraints, excl, block, w = _validate(samples, k, constraints, weights, exclude, block)
     return _checked(_select(z, k, constraints, w, excl, block), constraints)
 
 
@@ -285,7 +308,7 @@ def _top_entropy_pairs_reference(samples, k, constraints=None, weights=None, exc
     Kept as the reference the fast path is tested and benchmarked against, and as the fallback for the one
     case the fast path does not cover (see :func:`_select`).
     """
-    z, k, excl, block, w = _validate(samples, k, constraints, weights, exclude, block)
+    z, k, constraints, excl, block, w = _validate(samples, k, constraints, weights, exclude, block)
     return _checked(_reference_select(z, k, constraints, w, excl, block), constraints)
 
 

@@ -44,35 +44,41 @@ stored answer is ever asked again or lost.
 
 Stopping. ``run`` returns after ``n_queries`` answers, when the oracle raises ``SessionStopped``, when no
 unknown pair is left, or, with ``stop_entropy``, when the model is confident about every unknown pair
-(``stop_reason_`` says which).
+(``stop_reason_`` says which). Link entropy only measures how much the samples disagree: when every sample
+keeps two sub-types of one class apart, it is 0 across them. The ``"explore"`` strategy therefore never
+stops as confident while a belief of that kind is untested (two components in different classes that no
+answer has compared, a large component no answer has shown to be one class).
+
+Answers reach whole components. With ``propagation="classes"`` (default) the samples the selection reads,
+``labels_`` and the scores are classes made of components (:mod:`jaxclust.active.classes`), so one "same"
+answer about two items of two components joins the two components.
 """
 
 from __future__ import annotations
 
-import collections
 import copy
 import hashlib
 import json
 import numbers
 import sys
-import time
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from jaxclust.active.entropy import agreeing_samples, top_entropy_pairs
-from jaxclust.active.oracles import SessionStopped, ask, check_reply
-from jaxclust.active.selection import STRATEGIES, random_pairs
+from jaxclust.active.oracles import SessionStopped, ask
+from jaxclust.active.selection import STRATEGIES
+from jaxclust.active.session import Session, describe_conflict, score_samples
 from jaxclust.active.store import AnswerStore, check_annotator, default_annotator
 from jaxclust.constraints import Constraints
-from jaxclust.errors import InvalidInputError, JaxclustWarning
-from jaxclust.validation import check_array, check_labels, prng_key, seed_from
+from jaxclust.errors import InvalidInputError
+from jaxclust.validation import check_array, check_labels, seed_from
 
 __all__ = ["ActiveLearner", "score_samples", "data_fingerprint", "describe_conflict"]
 
-METRICS = ("v_beta", "v_measure", "homogeneity", "completeness", "vi", "link_accuracy")
+#: How far an answer reaches: ``"classes"`` joins whole components into classes (:mod:`jaxclust.active.classes`),
+#: ``"pairs"`` leaves the model's components as they are (an answer constrains its two items only).
+PROPAGATIONS = ("classes", "pairs")
 
 
 def data_fingerprint(X: np.ndarray) -> str:
@@ -81,38 +87,6 @@ def data_fingerprint(X: np.ndarray) -> str:
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     return hashlib.sha256(repr(X.shape).encode() + X.tobytes()).hexdigest()[:16]
-
-
-def score_samples(samples, labels) -> dict[str, float]:
-    """Partition metrics of each sampled partition against gold ``labels``, averaged over the samples.
-
-    Returns ``v_beta``, ``v_measure``, ``homogeneity``, ``completeness``, ``vi`` (nats) and ``link_accuracy``
-    (fraction of item pairs whose same/different status matches the gold standard), plus ``n_clusters``.
-    """
-    from jaxclust.metrics.partition import (
-        homogeneity_completeness_v_measure,
-        pairwise_link_accuracy,
-        v_beta,
-        variation_of_information,
-    )
-
-    samples = np.atleast_2d(np.asarray(samples))
-    rows = []
-    for z in samples:
-        h, c, v = homogeneity_completeness_v_measure(labels, z)
-        rows.append(
-            (
-                v_beta(labels, z),
-                v,
-                h,
-                c,
-                variation_of_information(labels, z),
-                pairwise_link_accuracy(labels, z),
-                len(np.unique(z)),
-            )
-        )
-    mean = np.mean(np.array(rows, dtype=np.float64), axis=0)
-    return {**{k: float(m) for k, m in zip(METRICS, mean[:6], strict=True)}, "n_clusters": float(mean[6])}
 
 
 def _clone(model: Any) -> Any:
@@ -126,10 +100,6 @@ def _clone(model: Any) -> Any:
         params = {k: copy.deepcopy(v) for k, v in model.get_params(deep=False).items()}
         return type(model)(**params)
     return copy.deepcopy(model)
-
-
-class _Diverged(Exception):  # noqa: N818 - control flow: a replayed answer is not about the pair asked
-    pass
 
 
 _LN2 = float(np.log(2.0))
@@ -146,8 +116,10 @@ class ActiveLearner:
         ``init_labels``/``n_burnin`` are passed only for warm starts.
     oracle : callable or object with ``answer(i, j)``
         Returns ``"must"``, ``"cannot"`` or ``"unknown"``; may raise ``SessionStopped``.
-    strategy : {"batch", "entropy", "naive_batch", "random"}
-        See :mod:`jaxclust.active.selection`.
+    strategy : {"explore", "batch", "entropy", "naive_batch", "random"}
+        See :mod:`jaxclust.active.selection`. ``"explore"`` (default) first tests what the model is sure of
+        (are two components it keeps apart one class? is a large component one class?), then asks the pair of
+        highest link entropy; ``"batch"`` is the batch method of Vlachos et al. (2010), the previous default.
     batch_size : int
         Questions per refit.
     min_samples : int
@@ -188,9 +160,19 @@ class ActiveLearner:
         batch method a sample that disagrees with an answer keeps weight ``eps / (1 - eps)`` instead of 0. A
         dict gives a rate per annotator (``{"alice": 0.05, "bob": 0.2}``; the key ``"*"`` covers everyone
         else).
+    propagation : {"classes", "pairs"}
+        How far an answer reaches. ``"classes"`` (default): each retained sample is read as classes made of
+        whole components (:mod:`jaxclust.active.classes`): a "same" answer about items of two components joins
+        the two components, a "different" answer keeps their classes apart; the link entropy, ``labels_``
+        and the scores are those of the classes. ``"pairs"`` (the previous behaviour): the samples are the
+        model's components, and an answer constrains its two items only (the sampler satisfies a must-link
+        across two components by moving one item).
 
     Attributes
     ----------
+    labels_ : ndarray (n,)
+        The session's clustering: the classes of the model's best retained sample (its components with
+        ``propagation="pairs"``).
     history_ : list of dict
         As returned by :meth:`run`.
     constraints_ : Constraints
@@ -223,7 +205,7 @@ class ActiveLearner:
         self,
         model,
         oracle,
-        strategy: str = "batch",
+        strategy: str = "explore",
         batch_size: int = 1,
         min_samples: int = 10,
         random_state=0,
@@ -236,6 +218,7 @@ class ActiveLearner:
         status=None,
         annotator: str | None = None,
         error_rate=0.0,
+        propagation: str = "classes",
     ):
         self.model = model
         self.oracle = oracle
@@ -252,6 +235,7 @@ class ActiveLearner:
         self.status = status
         self.annotator = annotator
         self.error_rate = error_rate
+        self.propagation = propagation
 
     # --- helpers
     # ----------------------------------------------------------------------------------------------
@@ -282,6 +266,8 @@ class ActiveLearner:
                 )
         if self.strategy not in STRATEGIES:
             raise InvalidInputError(f"strategy: expected one of {STRATEGIES}, got {self.strategy!r}")
+        if self.propagation not in PROPAGATIONS:
+            raise InvalidInputError(f"propagation: expected one of {PROPAGATIONS}, got {self.propagation!r}")
         for name in ("batch_size", "min_samples"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
@@ -344,34 +330,12 @@ class ActiveLearner:
             "warm_burnin": self._warm_burnin(model),
             "stop_entropy": None if self.stop_entropy is None else float(self.stop_entropy),
             "error_rate": self.error_rate if isinstance(self.error_rate, Mapping) else float(self.error_rate),
+            "propagation": self.propagation,
             "base_seed": int(base_seed),
             "model": type(model).__qualname__,
             "params": repr(sorted((k, v) for k, v in params.items() if k != "random_state")),
         }
         return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:16]
-
-    def _resume_plan(self, answers: list[dict], fits: list[dict], settings: str, n: int):
-        """The last fit of an interrupted session and its warm-start state, when the session can be
-        continued exactly; else None (then every stored answer is applied and the model refitted from
-        scratch).
-        """
-        if not fits:
-            return None
-        last = fits[-1]
-        q = last["n_answers"]
-        if last["settings"] != settings or q > len(answers):
-            return None
-        if self.strategy != "batch" and last["pos"] != 0:
-            return None
-        if any(r["round"] != last["round"] for r in answers[q:]):
-            return None
-        init = None
-        if last["warm"]:
-            prev = fits[-2]["final_labels"] if len(fits) >= 2 else None
-            if prev is None or len(prev) == 0 or any(len(row) != n for row in prev):
-                return None
-            init = np.asarray(prev, dtype=np.int64)
-        return last, init
 
     # --- the loop -------------------------------------------------------------------------------------------
     def run(self, X, n_queries: int, eval_labels=None, constraints: Constraints | None = None) -> list[dict]:
@@ -452,8 +416,6 @@ class ActiveLearner:
 
     def _run(self, X, n_queries: int, labels, constraints, store, annotator: str):
         n = X.shape[0]
-        key = prng_key(self.random_state)
-        shared = store is not None and store.shared
         # the model's draws follow the model's own seed (so runs that differ only in the selection strategy
         # share their first fit); the learner's random_state drives the random strategy
         model_rs = (
@@ -470,454 +432,5 @@ class ActiveLearner:
         )
         model = _clone(self.model)
         settings = self._settings(model, base_seed)
-        if store is not None and shared:
-            store.refresh()  # from here on, refresh() reports only what the others add
-        stored = store.records if store is not None else []
-        # several annotators: no single session to reproduce; every stored answer is applied and refitted
-        plan = None if store is None or shared else self._resume_plan(stored, store.fits, settings, n)
-
-        unknown: set[tuple[int, int]] = set()
-        # pairs answered with an error rate (never asked again; not implied by the constraints)
-        soft: set[tuple[int, int]] = {(min(i, j), max(i, j)) for i, j, _, _ in initial.answers}
-        taken: set[tuple[int, int]] = set()  # pairs claimed by other annotators' sessions
-        dropped_all: list[tuple[int, int, str]] = []
-        conflicts: list[dict] = []
-        answers: list[dict] = []
-        st: dict[str, Any] = {"cons": initial, "asked": 0, "n_fits": 0, "samples": None, "stale": False}
-        graph = _KeptAnswers(initial)
-
-        history: list[dict] = []
-        self.model_, self.history_, self.answers_, self.conflicts_ = model, history, answers, conflicts
-        self.stopped_ = False
-        self.max_entropy_ = None
-
-        def publish() -> None:
-            self.constraints_ = st["cons"]
-            self.dropped_ = list(dropped_all)
-            self.unknown_ = sorted(unknown)
-
-        def apply(rec: dict, record: bool, round_: int, round_log: dict | None) -> bool:
-            """Add an answer (a record: i, j, answer, annotator); returns whether it changed the constraints."""
-            a, b, answer = min(rec["i"], rec["j"]), max(rec["i"], rec["j"]), rec["answer"]
-            who = rec.get("annotator")
-            kept, changed = True, False
-            number = len(answers) + 1
-            if answer == "unknown":
-                unknown.add((a, b))
-            elif self._rate_of(who) > 0:  # an observation: never dropped, never contradicts
-                st["cons"] = st["cons"].with_answer(a, b, answer == "must", self._rate_of(who))
-                soft.add((a, b))
-                changed = True
-            else:
-                new = st["cons"].with_constraint(a, b, answer == "must")
-                kept = len(new.dropped) == len(st["cons"].dropped)
-                changed = kept
-                if not kept:
-                    dropped_all.append((a, b, answer))
-                    if round_log is not None:
-                        round_log["dropped"].append([a, b, answer])
-                    conflicts.append(graph.explain(st["cons"], a, b, answer, who, number))
-                else:
-                    graph.add(a, b, answer == "must", who, number)
-                st["cons"] = new
-            if record and store is not None:
-                store.append(a, b, answer, kept=kept, round=round_, annotator=who)
-            answers.append({"i": a, "j": b, "answer": answer, "annotator": who, "kept": kept})
-            st["asked"] += 1
-            if round_log is not None:
-                round_log["queries"].append([a, b, answer])
-            return changed
-
-        def rebuild() -> None:
-            """Another annotator undid an answer: rebuild the constraints from the answers in effect."""
-            st["cons"], st["asked"] = initial, 0
-            unknown.clear()
-            soft.clear()
-            soft.update((min(i, j), max(i, j)) for i, j, _, _ in initial.answers)
-            dropped_all.clear()
-            conflicts.clear()
-            answers.clear()
-            graph.reset(initial)
-            for rec in store.records:
-                apply(rec, False, 0, None)
-            st["stale"] = True  # the samples were drawn under the undone answer: refit before the next pick
-
-        def sync() -> list[dict]:
-            """Shared store: take in the answers the other annotators stored since the last look."""
-            if not shared:
-                return []
-            update = store.refresh()
-            if update.undone:
-                rebuild()
-                return []
-            for rec in update.answers:
-                apply(rec, False, 0, None)
-            return update.answers
-
-        def fit(round_use: int, pos: int, record: bool = True, seed=None, warm_from=None, n_burnin=None):
-            """One model fit; recorded in the store (before any question uses it) unless ``record`` is
-            False.
-            """
-            if seed is None:
-                seed = base_seed + 7919 * st["n_fits"]
-                warm_from = getattr(model, "final_labels_", None) if st["samples"] is not None else None
-            samples, warm, burn = self._fit(
-                model, X, st["cons"], seed, warm_from=warm_from, n_burnin=n_burnin
-            )
-            st["samples"], st["stale"] = samples, False
-            if record and store is not None:
-                final = getattr(model, "final_labels_", None)
-                store.append_fit(
-                    {
-                        "n_fit": st["n_fits"],
-                        "seed": int(seed),
-                        "n_answers": st["asked"],
-                        "round": int(round_use),
-                        "pos": int(pos),
-                        "warm": bool(warm),
-                        "n_burnin": burn,
-                        # a shared session is never resumed from its fits: mark them so none is reused
-                        "settings": "shared" if shared else settings,
-                        "final_labels": None
-                        if final is None or shared
-                        else np.asarray(final).astype(int).tolist(),
-                    }
-                )
-            if record:
-                st["n_fits"] += 1
-            return samples
-
-        replay_log: dict = {"queries": [], "dropped": []}
-        pending: collections.deque = collections.deque()
-        t0 = time.perf_counter()
-        if self.status is not None:
-            self.status(
-                f"Fitting the model to {n} items"
-                + (f" ({len(stored)} stored answers)" if stored else "")
-                + " - the first fit also compiles, this can take a while..."
-            )
-        if plan is None:
-            for rec in stored:
-                apply(rec, False, rec["round"], replay_log)
-            round_ = max((r["round"] for r in stored), default=0) + 1
-            pos = 0
-            fit(round_, 0)
-        else:
-            last, init = plan
-            q = last["n_answers"]
-            for rec in stored[:q]:
-                apply(rec, False, rec["round"], replay_log)
-            pending.extend(stored[q:])
-            st["n_fits"] = last["n_fit"]
-            fit(
-                last["round"],
-                last["pos"],
-                record=False,
-                seed=last["seed"],
-                warm_from=init,
-                n_burnin=last["n_burnin"],
-            )
-            st["n_fits"] = last["n_fit"] + 1
-            final = getattr(model, "final_labels_", None)
-            if last["final_labels"] is not None and (
-                final is None or not np.array_equal(np.asarray(final), np.asarray(last["final_labels"]))
-            ):
-                warnings.warn(
-                    f"resuming {store.path}: the refit of the last model did not reproduce the stored chain states "
-                    "(another JAX version or machine?); no answer is lost, but the next questions may differ "
-                    "from those of an uninterrupted session",
-                    JaxclustWarning,
-                    stacklevel=3,
-                )
-            round_, pos = last["round"], last["pos"]
-        if self.strategy == "random":  # the key of round r is the r-th split, however the session was resumed
-            for _ in range(round_ - 1):
-                key, _sub = _split(key)
-        if self.status is not None:
-            self.status(f"Model ready ({time.perf_counter() - t0:.1f} s).")
-
-        def record_round(round_: int, log: dict, n_refits: int, seconds: float) -> None:
-            entry = {
-                "round": round_,
-                "n_queries": st["asked"],
-                "n_constraints": len(st["cons"]),
-                "n_unknown": len(unknown),
-                "n_dropped": len(dropped_all),
-                "queries": log["queries"],
-                "dropped": log["dropped"],
-                "n_refits": n_refits,
-                "seconds": seconds,
-            }
-            if labels is not None:
-                entry.update(score_samples(st["samples"], labels))
-            history.append(entry)
-
-        record_round(0, replay_log, 1, time.perf_counter() - t0)
-
-        def replayed_answer(i: int, j: int) -> dict:
-            rec = pending[0]
-            if (rec["i"], rec["j"]) != (min(i, j), max(i, j)):
-                raise _Diverged
-            return pending.popleft()
-
-        def excluded() -> set[tuple[int, int]]:
-            return unknown | taken | soft if (taken or soft) else unknown
-
-        def agreement(samples, rec) -> np.ndarray:
-            """Importance weight of each sample given an answer: 1 where it agrees, 0 (hard answer) or
-            eps / (1 - eps) (an answer wrong with probability eps) where it does not."""
-            agree = np.asarray(agreeing_samples(samples, rec["i"], rec["j"], rec["answer"] == "must"))
-            eps = self._rate_of(rec.get("annotator"))
-            return np.where(agree, 1.0, eps / (1.0 - eps)).astype(np.float32)
-
-        def top_entropy(weights=None) -> float | None:
-            best = top_entropy_pairs(st["samples"], 1, st["cons"], weights, excluded(), self.block_size)
-            return best[0][2] if best else None
-
-        stop = None if self.stop_entropy is None else float(self.stop_entropy)
-        pbar = None
-        if self.progress:
-            from tqdm.auto import tqdm
-
-            pbar = tqdm(
-                total=int(n_queries),
-                initial=min(st["asked"], int(n_queries)),
-                desc="queries",
-                unit="q",
-                leave=False,
-            )
-        reason = "done"
-        log: dict = {"queries": [], "dropped": []}
-        t0 = time.perf_counter()
-        try:
-            while True:
-                start_asked = st["asked"] - pos  # answers before this round (pos > 0 only when resuming)
-                if start_asked >= n_queries:
-                    break
-                t0 = time.perf_counter()
-                log = {"queries": [], "dropped": []}
-                budget = min(int(self.batch_size), n_queries - start_asked)
-                n_refits = 0
-                shown = st["asked"]
-                st["round_answers"] = pos  # this session's answers in the round (others' are not counted)
-                confident = False
-                taken.clear()
-                try:
-                    if self.strategy == "batch":
-                        weights = np.ones(st["samples"].shape[0], np.float32)
-                        fresh, changed = True, False  # samples just fitted / answers changed them since
-                        b = pos
-                        while b < budget:
-                            for rec in sync():  # other annotators' answers filter the samples as ours do
-                                if rec["answer"] != "unknown":
-                                    weights = weights * agreement(st["samples"], rec)
-                                fresh, changed = False, True
-                            if shared and st["asked"] >= n_queries:
-                                break
-                            if st["stale"] or (not fresh and weights.sum() < self.min_samples):
-                                fit(round_, b)  # too few samples agree (or they are stale): draw new ones
-                                n_refits += 1
-                                weights = np.ones(st["samples"].shape[0], np.float32)
-                                fresh, changed = True, False
-                            best = top_entropy_pairs(
-                                st["samples"], 1, st["cons"], weights, excluded(), self.block_size
-                            )
-                            if stop is not None and best and best[0][2] < stop and not pending:
-                                if changed:  # judge confidence on samples that saw every answer
-                                    fit(round_, b)
-                                    n_refits += 1
-                                    weights = np.ones(st["samples"].shape[0], np.float32)
-                                    fresh, changed = True, False
-                                    best = top_entropy_pairs(
-                                        st["samples"], 1, st["cons"], None, excluded(), self.block_size
-                                    )
-                                if best and best[0][2] < stop:
-                                    self.max_entropy_ = best[0][2]
-                                    confident = True
-                                    break
-                            if not best:
-                                break
-                            i, j, _ = best[0]
-                            if pending:
-                                rec, replayed = replayed_answer(i, j), True
-                            else:
-                                if not store_claim(store, shared, i, j, annotator):
-                                    taken.add((min(i, j), max(i, j)))
-                                    continue
-                                publish()
-                                reply = yield (i, j)
-                                rec = {
-                                    "i": i,
-                                    "j": j,
-                                    "answer": check_reply(reply, i, j),
-                                    "annotator": annotator,
-                                }
-                                replayed = False
-                            changed_now = apply(rec, not replayed, round_, log)
-                            st["round_answers"] += 1
-                            changed = changed or changed_now
-                            fresh = False
-                            if rec["answer"] != "unknown":
-                                weights = weights * agreement(st["samples"], rec)
-                            b += 1
-                    else:
-                        if self.strategy == "random":
-                            key, sub = _split(key)
-                            pairs = random_pairs(sub, n, budget, st["cons"], excluded())
-                            h_max = top_entropy() if stop is not None and not pending else None
-                        else:
-                            top = top_entropy_pairs(
-                                st["samples"], budget, st["cons"], None, excluded(), self.block_size
-                            )
-                            pairs = [(i, j) for i, j, _ in top]
-                            h_max = top[0][2] if top else None
-                        if stop is not None and not pending and h_max is not None and h_max < stop:
-                            self.max_entropy_ = h_max
-                            confident = True
-                            pairs = []
-                        for i, j in pairs:
-                            sync()
-                            # skip pairs implied by an earlier answer of this batch (or another annotator's)
-                            if st["cons"].status(i, j) is not None or (min(i, j), max(i, j)) in excluded():
-                                continue
-                            if shared and st["asked"] >= n_queries:
-                                break
-                            if pending:
-                                rec, replayed = replayed_answer(i, j), True
-                            else:
-                                if not store_claim(store, shared, i, j, annotator):
-                                    continue
-                                publish()
-                                reply = yield (i, j)
-                                rec = {
-                                    "i": i,
-                                    "j": j,
-                                    "answer": check_reply(reply, i, j),
-                                    "annotator": annotator,
-                                }
-                                replayed = False
-                            apply(rec, not replayed, round_, log)
-                            st["round_answers"] += 1
-                except _Diverged:
-                    warnings.warn(
-                        f"resuming {store.path}: a stored answer is not about the pair this session would ask "
-                        "now; every stored answer is kept and the model is refitted with all of them",
-                        JaxclustWarning,
-                        stacklevel=3,
-                    )
-                while pending:  # answers of the interrupted round not reached again: keep every one
-                    apply(pending.popleft(), False, round_, log)
-                    st["round_answers"] += 1
-                if pbar is not None:
-                    pbar.update(st["asked"] - shown)
-                pos = 0
-                if confident or st["round_answers"] == 0:  # nothing asked: confident, or nothing left
-                    if log["queries"] or n_refits:
-                        record_round(round_, log, n_refits, time.perf_counter() - t0)
-                    reason = "confident" if confident else "exhausted"
-                    break
-                fit(round_ + 1, 0)
-                record_round(round_, log, n_refits + 1, time.perf_counter() - t0)
-                round_ += 1
-        except GeneratorExit:  # closed by the caller (e.g. to undo an answer): nothing more to do
-            reason = "closed"
-            raise
-        except SessionStopped:
-            self.stopped_ = True
-            reason = "stopped"
-            # answers of the unfinished round are stored; refit so that the history reflects them (this fit is
-            # not recorded: a resumed session continues from the last recorded one, as an uninterrupted would)
-            if log["queries"]:
-                fit(round_, 0, record=False)
-                record_round(round_, log, 1, time.perf_counter() - t0)
-        finally:
-            if pbar is not None:
-                pbar.close()
-            publish()
-            self.stop_reason_ = reason
-
-        self.stop_reason_ = reason
-        return history
-
-
-def store_claim(store, shared: bool, i: int, j: int, annotator: str) -> bool:
-    """Claim the question for this session on a shared store (always True otherwise)."""
-    return not shared or store.claim(i, j, annotator)
-
-
-class _KeptAnswers:
-    """The kept must-link / cannot-link answers as a graph, to name the answers a dropped one contradicts."""
-
-    def __init__(self, initial: Constraints):
-        self.reset(initial)
-
-    def reset(self, initial: Constraints) -> None:
-        self.must: dict[int, list[tuple[int, dict]]] = collections.defaultdict(list)
-        self.cannot: list[tuple[int, int, dict]] = []
-        for a, b, kind in initial.pairs:
-            self.add(a, b, kind == "must", None, None)
-
-    def add(self, a: int, b: int, must: bool, who: str | None, number: int | None) -> None:
-        rec = {"number": number, "i": a, "j": b, "answer": "must" if must else "cannot", "annotator": who}
-        if must:
-            self.must[a].append((b, rec))
-            self.must[b].append((a, rec))
-        else:
-            self.cannot.append((a, b, rec))
-
-    def _path(self, src: int, dst: int) -> list[dict]:
-        """The must-link answers on a shortest path from ``src`` to ``dst`` (breadth-first)."""
-        if src == dst:
-            return []
-        prev: dict[int, tuple[int, dict]] = {src: (src, {})}
-        queue = collections.deque([src])
-        while queue:
-            x = queue.popleft()
-            for y, rec in self.must[x]:
-                if y not in prev:
-                    prev[y] = (x, rec)
-                    if y == dst:
-                        out = []
-                        while y != src:
-                            y, r = prev[y]
-                            out.append(r)
-                        return out[::-1]
-                    queue.append(y)
-        return []
-
-    def explain(self, cons: Constraints, a: int, b: int, answer: str, who: str | None, number: int) -> dict:
-        """The conflict of a dropped answer: ``{"answer": its record, "contradicts": [earlier records]}``."""
-        because: list[dict] = []
-        if answer == "cannot":  # a and b are joined by must-links
-            because = self._path(a, b)
-        else:  # their groups are cannot-linked
-            g = cons.group_of
-            for c, d, rec in self.cannot:
-                if {int(g[c]), int(g[d])} == {int(g[a]), int(g[b])}:
-                    if g[c] != g[a]:
-                        c, d = d, c
-                    because = [*self._path(a, c), rec, *self._path(d, b)]
-                    break
-        mine = {"number": number, "i": a, "j": b, "answer": answer, "annotator": who}
-        return {"answer": mine, "contradicts": because, "message": describe_conflict(mine, because)}
-
-
-def _describe_answer(rec: dict) -> str:
-    kind = "same cluster" if rec["answer"] == "must" else "different clusters"
-    if rec.get("number") is None:
-        return f"the initial constraint {rec['i']}-{rec['j']} ({kind})"
-    who = rec.get("annotator") or "an unknown annotator"
-    return f"answer {rec['number']} ({rec['i']}-{rec['j']}: {kind}, by {who})"
-
-
-def describe_conflict(answer: dict, contradicts: list[dict]) -> str:
-    """One line naming a dropped answer and the earlier answers it contradicts (with who gave them)."""
-    earlier = ", ".join(_describe_answer(r) for r in contradicts) or "earlier answers"
-    return f"{_describe_answer(answer)} contradicts {earlier}; it is recorded but not used as a constraint"
-
-
-def _split(key):
-    import jax
-
-    key, sub = jax.random.split(key)
-    return key, sub
+        session = Session(self, model, X, n_queries, labels, initial, store, annotator, settings, base_seed)
+        return (yield from session.run())

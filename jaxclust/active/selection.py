@@ -9,35 +9,33 @@ Strategies (Vlachos, Ghahramani & Briscoe 2010, Sections 3 and 5):
 * ``"batch"``: the paper's batch method; it needs the oracle's answers between picks, so it lives in
   :class:`~jaxclust.active.ActiveLearner` (it uses :func:`~jaxclust.active.entropy.agreeing_samples` and
   :func:`~jaxclust.active.entropy.top_entropy_pairs` with sample weights).
+* ``"explore"``: first the beliefs no answer has tested: two components the model holds in different classes,
+  asked through their representatives, nearest first (:func:`~jaxclust.active.classes.component_questions`);
+  when every pair of classes has been tested, the highest link entropy. It needs the data and the model's
+  components, so it runs through :func:`pick` (as :class:`~jaxclust.active.ActiveLearner` does).
+
+:func:`pick` is the one place a strategy that chooses a round's pairs in one pass is dispatched: a new strategy
+is one function of a :class:`Round` added to ``_PICKERS``.
 
 No function here returns a pair that is known or implied under the given constraints, nor one in ``exclude``.
 """
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import jax
 import numpy as np
 
-from jaxclust.active.entropy import top_entropy_pairs
+from jaxclust.active.classes import component_questions
+from jaxclust.active.entropy import check_pairs, top_entropy_pairs
 from jaxclust.errors import InvalidInputError
-from jaxclust.validation import check_index, check_int, prng_key
+from jaxclust.validation import check_int, prng_key
 
-__all__ = ["STRATEGIES", "select_queries", "random_pairs"]
+__all__ = ["STRATEGIES", "select_queries", "random_pairs", "Round", "pick"]
 
-STRATEGIES = ("entropy", "naive_batch", "batch", "random")
+STRATEGIES = ("explore", "batch", "entropy", "naive_batch", "random")
 _ENUMERATE_MAX_N = 4096  # below this, fall back to enumerating the unknown pairs when rejection keeps failing
-
-
-def _check_pairs(pairs, n: int, name: str) -> list[tuple[int, int]]:
-    """``pairs`` as a list of (i, j) index pairs into ``n`` items, or InvalidInputError naming the bad one."""
-    out = []
-    for p in pairs:
-        if isinstance(p, str | bytes) or np.ndim(p) != 1 or len(p) != 2:
-            raise InvalidInputError(f"{name}: entry {p!r} is not a pair (i, j)")
-        out.append(
-            (check_index(p[0], n, f"{name} {tuple(p)!r}"), check_index(p[1], n, f"{name} {tuple(p)!r}"))
-        )
-    return out
 
 
 def random_pairs(key, n: int, k: int, constraints=None, exclude=()) -> list[tuple[int, int]]:
@@ -60,7 +58,7 @@ def random_pairs(key, n: int, k: int, constraints=None, exclude=()) -> list[tupl
     k = check_int(k, "k", minimum=0)
     if constraints is not None and constraints.n != n:
         raise InvalidInputError(f"constraints: built for {constraints.n} items, n is {n}")
-    exclude = _check_pairs(exclude, n, "exclude")
+    exclude = check_pairs(exclude, n, "exclude")
     # host-side draws from a NumPy generator seeded by the key's bits: rejection needs many small draws, and
     # per-draw JAX dispatch would dominate (the key still fixes every draw)
     rng = np.random.default_rng(np.asarray(jax.random.key_data(prng_key(key))).ravel().tolist())
@@ -135,6 +133,11 @@ def select_queries(
         raise InvalidInputError(
             "strategy: 'batch' needs the oracle between picks; use ActiveLearner(strategy='batch')"
         )
+    if strategy == "explore":
+        raise InvalidInputError(
+            "strategy: 'explore' needs the data and the model's components; use ActiveLearner(strategy="
+            "'explore') or jaxclust.active.selection.pick"
+        )
     if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) or batch_size < 1:
         raise InvalidInputError(f"batch_size: expected a positive integer, got {batch_size!r}")
     n = np.shape(samples)[1] if np.ndim(samples) == 2 else None
@@ -148,3 +151,67 @@ def select_queries(
         (i, j)
         for i, j, _ in top_entropy_pairs(samples, int(batch_size), constraints, weights, exclude, block)
     ]
+
+
+class Round(NamedTuple):
+    """What a one-pass strategy sees when it chooses a round's pairs.
+
+    ``samples`` (S, n) the partitions questions are about (class level when answers are propagated);
+    ``components`` (n,) the model's best sample of components; ``X`` (n, D) the data; ``exclude`` pairs never
+    to ask; ``key`` the round's PRNG key (random strategy); ``need_entropy`` whether the caller wants the
+    highest link entropy back (a confidence stop).
+    """
+
+    samples: Any
+    constraints: Any
+    exclude: Any
+    key: Any = None
+    X: Any = None
+    components: Any = None
+    block: int | None = None
+    need_entropy: bool = False
+
+
+def _top(r: Round, k: int, exclude=None):
+    ex = r.exclude if exclude is None else exclude
+    return top_entropy_pairs(r.samples, k, r.constraints, None, ex, r.block)
+
+
+def _pick_entropy(r: Round, k: int):
+    top = _top(r, k)
+    return [(i, j) for i, j, _ in top], (top[0][2] if top else None)
+
+
+def _pick_random(r: Round, k: int):
+    n = np.shape(r.samples)[1]
+    pairs = random_pairs(r.key, n, k, r.constraints, r.exclude)
+    if not r.need_entropy:
+        return pairs, None
+    top = _top(r, 1)
+    return pairs, (top[0][2] if top else None)
+
+
+def _pick_explore(r: Round, k: int):
+    pairs = component_questions(r.X, r.components, r.constraints, k, r.exclude)
+    if len(pairs) >= k:
+        return pairs, None  # untested beliefs remain: never "confident"
+    top = _top(r, k - len(pairs), set(r.exclude) | set(pairs))
+    h = None if pairs else (top[0][2] if top else None)
+    return pairs + [(i, j) for i, j, _ in top], h
+
+
+_PICKERS = {
+    "entropy": _pick_entropy,
+    "naive_batch": _pick_entropy,
+    "random": _pick_random,
+    "explore": _pick_explore,
+}
+
+
+def pick(strategy: str, r: Round, k: int) -> tuple[list[tuple[int, int]], float | None]:
+    """Up to ``k`` pairs to ask this round, best first, and the highest link entropy among the unknown pairs
+    when the strategy knows it (None otherwise, and always None while ``"explore"`` has untested beliefs).
+    """
+    if strategy not in _PICKERS:
+        raise InvalidInputError(f"strategy: expected one of {tuple(_PICKERS)}, got {strategy!r}")
+    return _PICKERS[strategy](r, k)

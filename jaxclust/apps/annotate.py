@@ -20,10 +20,12 @@ options the resumed session asks exactly the questions the uninterrupted one wou
 records who gave it (``annotator``, default the operating-system user). With ``shared=True`` (an SQLite store)
 several annotators work on one store at once, each on their own questions.
 
-Defaults: the ``batch`` strategy with 5 questions per refit (the batch method of Vlachos et al. 2010: after each
-answer, the samples that contradict it are set aside and the next question is the most uncertain pair under
-the rest, so the model is refitted once per 5 questions, not after every answer), and a confidence stop at a
-link entropy of 0.2 nats (see :data:`DEFAULT_STOP_ENTROPY`).
+Defaults: the ``explore`` strategy, one question per refit, answers joining whole components into classes
+(:mod:`jaxclust.active.classes`): the session first asks whether components the model keeps apart are one
+class and whether large components are one class, then the pair of highest link entropy; and a confidence stop
+at a link entropy of 0.2 nats (see :data:`DEFAULT_STOP_ENTROPY`) that never fires while such a belief is
+untested. The previous default, ``--strategy batch --batch-size 5`` (the batch method of Vlachos et al. 2010)
+with answers on their pairs only, is ``make_learner(..., propagation="pairs")`` from Python.
 """
 
 from __future__ import annotations
@@ -52,13 +54,12 @@ __all__ = [
     "DEFAULT_STOP_ENTROPY",
 ]
 
-DEFAULT_STRATEGY = "batch"
-DEFAULT_BATCH_SIZE = 5
+DEFAULT_STRATEGY = "explore"
+DEFAULT_BATCH_SIZE = 1
 #: Confidence stop (nats): the session ends when every unknown pair has a link entropy below this, i.e. a
 #: co-clustering probability below about 0.05 or above about 0.95 (H(0.05) = 0.199 nats). With 40 samples
 #: (the default 4 chains x 10) a pair on which at most 2 samples disagree counts as settled.
 DEFAULT_STOP_ENTROPY = 0.2
-_STRATEGIES = ("entropy", "naive_batch", "batch", "random")
 _MAX_CONFLICTS_SHOWN = 10
 
 
@@ -84,6 +85,7 @@ def make_learner(
     annotator: str | None = None,
     progress: bool = False,
     status: Callable[[str], Any] | None = None,
+    propagation: str = "classes",
 ):
     """The :class:`~jaxclust.active.ActiveLearner` of an annotate session. The command line and the notebook
     annotator both build theirs here, so that a session started in one resumes exactly in the other."""
@@ -101,6 +103,7 @@ def make_learner(
         stop_entropy=stop_entropy or None,
         status=status,
         annotator=annotator,
+        propagation=propagation,
     )
 
 
@@ -149,9 +152,11 @@ def check_annotate_options(
             raise InvalidInputError(f"{name(key, key)}: expected {what}, got {value!r}")
 
     count(n_queries, "n_queries", 0)
-    if strategy not in _STRATEGIES:
+    from jaxclust.active.selection import STRATEGIES
+
+    if strategy not in STRATEGIES:
         raise InvalidInputError(
-            f"{name('strategy', 'strategy')}: expected one of {', '.join(_STRATEGIES)}, got {strategy!r}"
+            f"{name('strategy', 'strategy')}: expected one of {', '.join(STRATEGIES)}, got {strategy!r}"
         )
     count(batch_size, "batch_size", 1)
     if stop_entropy is not None and (
@@ -334,7 +339,7 @@ def run_annotate(
         n_total, n_new = len(answers), answers.n_appended
     finally:
         answers.close()
-    labels = np.asarray(learner.model_.labels_)
+    labels = np.asarray(learner.labels_)
     reason = learner.stop_reason_
     summary = {
         "n_items": len(items),

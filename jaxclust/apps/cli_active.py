@@ -96,13 +96,16 @@ def annotate(
         help="Several annotators on one SQLite store at once: each gets other questions, every answer is kept.",
     ),
     strategy: str = typer.Option(
-        "batch", "--strategy", help="batch (default), entropy, naive_batch or random."
+        "explore",
+        "--strategy",
+        help="explore (default: first whether components kept apart, or large components, are one class; "
+        "then the most uncertain pair), batch, entropy, naive_batch or random.",
     ),
     batch_size: int = typer.Option(
-        5,
+        1,
         "--batch-size",
-        help="Questions per refit (default 5: the batch strategy picks each next question from the samples "
-        "that agree with the answers so far, so you wait for the model once per 5 questions).",
+        help="Questions per refit (default 1; the batch strategy with 5 picks each next question from the "
+        "samples that agree with the answers so far, so you wait for the model once per 5 questions).",
     ),
     labels_out: Path = typer.Option(None, "--labels-out", help="Write name,cluster CSV at the end."),
     stop_entropy: float = typer.Option(

@@ -1,9 +1,11 @@
 """``jaxclust demo``: active vs random constraint selection for the constrained DPMM on a bundled data set.
 
 Runs the experiment of Vlachos, Ghahramani & Briscoe (2010), Figure 1 (a), on scikit-learn's wine data (178
-wines, 13 standardised features, 3 cultivars; no data directory needed): the link-entropy batch method
-("active": ask about the pairs the sampled partitions disagree on most) against random pairs (drawn uniformly
-among the pairs not yet known), both answered by a gold oracle, several seeds of each. It prints V-beta (the
+wines, 13 standardised features, 3 cultivars; no data directory needed): the default active session
+(``"explore"``: first whether components the model keeps apart are one class, then the pairs the sampled
+partitions disagree on most; answers join whole components into classes) against random pairs (drawn uniformly
+among the pairs not yet known, read the same way), both answered by a gold oracle, several seeds of each, 5
+questions per refit. It prints V-beta (the
 V-measure with beta = number of classes / number of clusters, as in the paper) against the number of questions,
 averaged over the seeds, and writes ``demo.json`` (every run's history) and ``demo.png`` (mean curves with the
 range over seeds as a band).
@@ -11,8 +13,8 @@ range over seeds as a band).
 Results layout (shared with ``experiments/active_dpmm.py`` so other methods can add curves)::
 
     {"meta": {...},                       # data set, model settings, date, command
-     "runs": [{"name": "active (batch)",  # legend label
-               "strategy": "batch", "seed": 0, "batch_size": 5,
+     "runs": [{"name": "active (explore)",  # legend label
+               "strategy": "explore", "propagation": "classes", "seed": 0, "batch_size": 5,
                "history": [ {round, n_queries, n_constraints, v_beta, v_measure, homogeneity,
                              completeness, vi, link_accuracy, n_clusters, seconds, queries, ...}, ... ]},
               ...]}
@@ -65,10 +67,11 @@ def run_curves(
     min_samples: int = 10,
     warm_burnin: int | None = None,
     progress: bool = True,
+    propagation: str = "classes",
 ) -> list[dict]:
     """One ActiveLearner run per ``(name, strategy, batch_size, seed[, model_seed])``, answered by a gold
     oracle. ``seed`` seeds the learner (the random strategy's pairs); ``model_seed``, when given, the model's
-    fits (else the model's own ``random_state``).
+    fits (else the model's own ``random_state``); ``propagation`` as :class:`~jaxclust.active.ActiveLearner`'s.
 
     Returns the ``runs`` list of the results layout (see the module docstring).
     """
@@ -90,6 +93,7 @@ def run_curves(
             random_state=seed,
             warm_burnin=warm_burnin,
             progress=progress,
+            propagation=propagation,
         )
         t0 = time.perf_counter()
         history = learner.run(X, n_queries, eval_labels=y)
@@ -97,6 +101,7 @@ def run_curves(
             {
                 "name": name,
                 "strategy": strategy,
+                "propagation": propagation,
                 "batch_size": batch_size,
                 "seed": seed,
                 "model_seed": model_seed,
@@ -277,7 +282,8 @@ def run_demo(
     progress: bool = True,
     echo=print,
 ) -> dict[str, Any]:
-    """Active (batch link-entropy) vs random constraint selection on the wine data; writes JSON + PNG.
+    """Active (the default ``explore`` session) vs random constraint selection on the wine data; writes JSON +
+    PNG.
 
     Parameters
     ----------
@@ -314,10 +320,10 @@ def run_demo(
         model = DPMM(random_state=random_state)
         n_q, batch, repeats, warm = 100 if n_queries is None else n_queries, 5, 3, 20
         min_samples = 12
-    active, rand = "active (link entropy)", "random pairs"
+    active, rand = "active (explore)", "random pairs"
     strategies = []
     for r in range(repeats):
-        strategies.append((active, "batch", batch, random_state + r, random_state + r))
+        strategies.append((active, "explore", batch, random_state + r, random_state + r))
         strategies.append((rand, "random", batch, random_state + 1000 + r, random_state + r))
     t0 = time.perf_counter()
     runs = run_curves(

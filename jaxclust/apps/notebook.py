@@ -256,7 +256,7 @@ class NotebookAnnotator:
     @property
     def labels_(self) -> np.ndarray:
         """The current clustering (the model's best retained sample)."""
-        return np.asarray(self.learner.model_.labels_)
+        return np.asarray(self.learner.labels_)
 
     def answer(self, reply: Any) -> tuple[int, int] | None:
         """Answer the pair on screen: ``"must"`` (same cluster), ``"cannot"`` (different clusters) or

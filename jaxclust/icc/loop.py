@@ -115,8 +115,10 @@ def _reduce(X, n_components, seed):
     if sp.issparse(X):
         from sklearn.decomposition import TruncatedSVD
 
+        from jaxclust.validation import sklearn_seed
+
         k = min(n_components or 100, X.shape[1] - 1, X.shape[0] - 1)
-        return TruncatedSVD(k, random_state=seed).fit_transform(X)
+        return TruncatedSVD(k, random_state=sklearn_seed(seed)).fit_transform(X)
     from jaxclust.validation import check_array
 
     X = check_array(X, name="X", min_rows=2)

@@ -48,7 +48,7 @@ from tqdm.auto import tqdm
 
 from jaxclust.constraints import Constraints
 from jaxclust.errors import InvalidInputError
-from jaxclust.validation import check_array, check_int, seed_from
+from jaxclust.validation import check_array, check_int, seed_from, sklearn_seed
 
 __all__ = ["ExploreConsolidate", "MinMax", "NPU", "constraints_from_queries", "closure_constraints"]
 
@@ -355,7 +355,9 @@ class NPU:
                 p = np.ones(1)
             else:
                 model = clone(base).fit(X, constraints=closure_constraints(s.c))
-                rf = RandomForestClassifier(n_estimators=int(self.n_estimators), random_state=seed + step)
+                rf = RandomForestClassifier(
+                    n_estimators=int(self.n_estimators), random_state=sklearn_seed(seed + step)
+                )
                 rf.fit(X, model.labels_)
                 p = hood_probabilities(rf.apply(X), hoods)  # (n, L)
                 score = npu_scores(p)

@@ -71,7 +71,9 @@ def _answer(i, j):
 
 
 def test_entropy_strategy_follows_the_reference_loop():
-    learner = ActiveLearner(FakeModel(), GoldOracle(GOLD), strategy="entropy", batch_size=1, progress=False)
+    learner = ActiveLearner(
+        FakeModel(), GoldOracle(GOLD), strategy="entropy", batch_size=1, progress=False, propagation="pairs"
+    )
     hist = learner.run(X, 6, eval_labels=GOLD)
     cons, want = Constraints(N), []
     for _ in range(6):

@@ -40,7 +40,14 @@ class CrashingSampler(StandInSampler):
 
 
 def _learner(oracle, store=None, model=None, **kw):
-    opts = {"strategy": "batch", "batch_size": 3, "min_samples": 5, "random_state": 3, "progress": False}
+    opts = {
+        "strategy": "batch",
+        "propagation": "pairs",
+        "batch_size": 3,
+        "min_samples": 5,
+        "random_state": 3,
+        "progress": False,
+    }
     return ActiveLearner(model or StandInSampler(), oracle, store=store, **{**opts, **kw})
 
 

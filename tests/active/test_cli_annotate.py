@@ -63,7 +63,7 @@ BAD = [
     (["annotate", "items.csv", "--frobnicate"], "--frobnicate"),
     (
         ["annotate", "items.csv", "--strategy", "greedy"],
-        "--strategy: expected one of entropy, naive_batch, batch",
+        "--strategy: expected one of explore, batch, entropy, naive_batch, random",
     ),
     (["annotate", "items.csv", "--batch-size", "0"], "--batch-size: expected a positive integer, got 0"),
     (["annotate", "items.csv", "--n-queries", "-1"], "--n-queries: expected a non-negative integer, got -1"),

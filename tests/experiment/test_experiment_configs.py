@@ -71,7 +71,9 @@ def _capture_curves(monkeypatch):
 
     calls = []
 
-    def fake_run_curves(X, y, model, strategies, n_queries, min_samples=10, warm_burnin=None, progress=True):
+    def fake_run_curves(
+        X, y, model, strategies, n_queries, min_samples=10, warm_burnin=None, progress=True, propagation="classes"
+    ):
         params = model.get_params()
         prior = params.pop("prior")
         leaves = None if prior is None else [np.asarray(a).tolist() for a in jax.tree_util.tree_leaves(prior)]
@@ -90,6 +92,7 @@ def _capture_curves(monkeypatch):
                         n_queries,
                         min_samples,
                         warm_burnin,
+                        propagation,
                     ],
                 )
             )

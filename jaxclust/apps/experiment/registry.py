@@ -41,6 +41,7 @@ BUILTIN = {
     "metrics_baselines": ("metrics_baselines.py", "run_one", "summarize"),
     "dataset_signal": ("dataset_signal.py", "run_one", "summarize"),
     "noisy_annotators": ("noisy_annotators.py", "run_one", "summarize"),
+    "active_suite": ("active_suite.py", "run_one", "summarize"),
 }
 
 

@@ -1,0 +1,332 @@
+"""Classes as unions of mixture components: how one answer moves whole components.
+
+A Dirichlet-process mixture describes the *shape* of the data; a class a person has in mind is often a union of
+several such shapes (a verb class made of sub-senses, a topic made of sub-topics). A must-link between items of
+two components is satisfied inside the mixture by moving one item, and the two components stay apart. This
+module reads every retained sample at two levels (the layer is deterministic, applied to each exact sample):
+
+1. the sample's components ``z`` (the DPMM's partition under every answer, exact MCMC);
+2. a partition of those components into *classes*: the components that the answers link are joined.
+
+For an item that a must-link group holds, its *natural component* is the one it would join alone: the
+component of highest ``log n_k + log N(x_i | mean_k, diag var_k)``, with each component's mean and variance
+taken from its items that no answer moved (a shrunk variance for small components). A must-link group joins the
+classes of its members' natural components, and its members take that class (a component that only held moved
+items disappears); a cannot-link (hard) separates the classes of its two items, and a join that would unite a
+separated pair is refused (the group then stays a class of its own), so every hard answer is satisfied in every
+sample. Answers that may be wrong
+(error rate ``eps``) add ``+-ln((1 - eps) / eps)`` to the score of joining their natural components' classes;
+class pairs of positive score are joined greedily, best first, so a wrong answer is outvoted by later ones.
+
+The class labels of each sample are then the partition the user sees (``ActiveLearner.labels_``), the samples
+from which link entropy is computed, and the structure :func:`component_questions` reads to ask about classes
+that no answer has tested yet (Van Craenendonck et al. 2018 ask about super-instances in the same spirit).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from jaxclust.constraints import Constraints
+
+__all__ = [
+    "ClassMap",
+    "component_statistics",
+    "natural_components",
+    "class_map",
+    "class_samples",
+    "component_questions",
+]
+
+MIN_SPLIT = 8  # smallest component whose unity is asked about
+_PRIOR_WEIGHT = 2.0  # pseudo-items of the pooled within-component variance in each component's variance
+
+
+def _relabel(z: np.ndarray) -> tuple[np.ndarray, int]:
+    """``z`` as 0..K-1 in order of first appearance, and K."""
+    _, first, inv = np.unique(z, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inv.reshape(-1)], len(first)
+
+
+def component_statistics(X: np.ndarray, z: np.ndarray, K: int, use: np.ndarray | None = None):
+    """Counts (K,), means (K, D) and shrunk diagonal variances (K, D) of the components of ``z`` (0..K-1).
+
+    ``use`` (n,) bool restricts the statistics to some items (a component with none of them falls back to all
+    of its items). Each variance is shrunk towards the pooled within-component variance with a weight of two
+    items, so that a component of one item has the scale of a typical component.
+    """
+    X = np.asarray(X, np.float64)
+    use = np.ones(len(z), bool) if use is None else use
+
+    def stats(mask):
+        cnt = np.bincount(z[mask], minlength=K).astype(np.float64)
+        s1 = np.zeros((K, X.shape[1]))
+        s2 = np.zeros((K, X.shape[1]))
+        np.add.at(s1, z[mask], X[mask])
+        np.add.at(s2, z[mask], X[mask] ** 2)
+        return cnt, s1, s2
+
+    cnt, s1, s2 = stats(use)
+    if not use.all():
+        empty = cnt == 0
+        if empty.any():
+            c_all, s1_all, s2_all = stats(np.ones(len(z), bool))
+            cnt[empty], s1[empty], s2[empty] = c_all[empty], s1_all[empty], s2_all[empty]
+    safe = np.maximum(cnt, 1.0)[:, None]
+    mean = s1 / safe
+    ss = np.maximum(s2 - s1 * mean, 0.0)
+    pooled = ss.sum(axis=0) / max(cnt.sum() - np.count_nonzero(cnt), 1.0)
+    pooled = np.where(pooled > 0, pooled, np.maximum(X.var(axis=0), 1e-12))
+    var = (ss + _PRIOR_WEIGHT * pooled) / (cnt[:, None] + _PRIOR_WEIGHT)
+    return cnt, mean, var
+
+
+def natural_components(X: np.ndarray, z: np.ndarray, K: int, items: np.ndarray, stats) -> np.ndarray:
+    """For each of ``items`` (m,), the component of ``z`` it would join alone (see the module docstring)."""
+    cnt, mean, var = stats
+    if len(items) == 0:
+        return np.zeros(0, np.int64)
+    x = np.asarray(X, np.float64)[items]  # (m, D)
+    ll = (
+        np.log(np.maximum(cnt, 1.0))[None, :]
+        - 0.5 * np.log(var).sum(axis=1)[None, :]
+        - 0.5 * (((x[:, None, :] - mean[None]) ** 2) / var[None]).sum(axis=2)
+    )
+    ll[:, cnt == 0] = -np.inf
+    return np.argmax(ll, axis=1)
+
+
+class _Classes:
+    """Union-find over components with separated pairs (hard cannot-links) that a join may not unite."""
+
+    def __init__(self, K: int):
+        self.parent = list(range(K))
+        self.apart: list[set[int]] = [set() for _ in range(K)]
+
+    def find(self, a: int) -> int:
+        p = self.parent
+        while p[a] != a:
+            p[a] = p[p[a]]
+            a = p[a]
+        return a
+
+    def separate(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.apart[ra].add(rb)
+            self.apart[rb].add(ra)
+
+    def join(self, a: int, b: int) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return True
+        if rb in self.apart[ra]:
+            return False
+        self.parent[rb] = ra
+        for c in self.apart[rb]:
+            self.apart[c].discard(rb)
+            self.apart[c].add(ra)
+        self.apart[ra] |= self.apart[rb]
+        self.apart[rb] = set()
+        return True
+
+
+def _anchored(constraints: Constraints) -> np.ndarray:
+    """Items whose component an answer may have moved: members of must-link groups and soft answers."""
+    n = constraints.n
+    mask = constraints.group_sizes[constraints.group_of] >= 2
+    for i, j, _, _ in constraints.answers:
+        mask[i] = mask[j] = True
+    return np.flatnonzero(mask) if n else np.zeros(0, np.int64)
+
+
+class ClassMap(NamedTuple):
+    """The two levels of one sample.
+
+    ``labels`` (n,) the class of each item (0..C-1); ``components`` (n,) each item's natural component
+    (0..K-1: the sample's component, or for a member of a must-link group the one it would join alone);
+    ``class_of`` (K,) the class of each component; ``apart`` the class pairs ``(a, b)``, a < b, that an answer
+    keeps apart (a hard cannot-link, or soft answers whose net verdict is "different").
+    """
+
+    labels: np.ndarray
+    components: np.ndarray
+    class_of: np.ndarray
+    apart: set
+
+
+def class_map(X: np.ndarray, z, constraints: Constraints | None) -> ClassMap:
+    """The classes of one sample ``z`` (n,) of components under ``constraints`` (see the module docstring).
+
+    Every must-link group is a node of its own, joined to its members' natural components unless a cannot-link
+    forbids it, so the labels satisfy every hard constraint whatever the components hold.
+    """
+    comp, K = _relabel(np.asarray(z))
+    if constraints is None or len(constraints) == 0:
+        return ClassMap(comp, comp, np.arange(K), set())
+    items = _anchored(constraints)
+    nat = comp.copy()
+    if len(items):
+        use = np.ones(len(comp), bool)
+        use[items] = False
+        nat[items] = natural_components(X, comp, K, items, component_statistics(X, comp, K, use))
+    sizes = constraints.group_sizes
+    grouped = sizes[constraints.group_of] >= 2
+    big = np.flatnonzero(sizes >= 2)
+    group_node = np.full(len(sizes), -1, np.int64)
+    group_node[big] = K + np.arange(len(big))
+    node = np.where(grouped, group_node[constraints.group_of], comp)
+    cls = _Classes(K + len(big))
+    for a, b in constraints.cannot_link:
+        cls.separate(int(node[a]), int(node[b]))
+    for g in big:
+        for i in constraints.groups[g]:
+            cls.join(int(group_node[g]), int(nat[i]))  # refused when a cannot-link forbids it
+    soft = constraints.answers
+    if soft:
+        where_soft = np.where(grouped, node, nat)
+        score: dict[tuple[int, int], float] = {}
+        for i, j, kind, eps in soft:
+            a, b = int(where_soft[i]), int(where_soft[j])
+            if a == b:
+                continue
+            w = np.log1p(-eps) - np.log(eps)
+            key = (min(a, b), max(a, b))
+            score[key] = score.get(key, 0.0) + (w if kind == "must" else -w)
+        while True:  # join the class pair of highest positive score, then re-sum
+            total: dict[tuple[int, int], float] = {}
+            for (a, b), w in score.items():
+                ra, rb = cls.find(a), cls.find(b)
+                if ra != rb:
+                    key = (min(ra, rb), max(ra, rb))
+                    total[key] = total.get(key, 0.0) + w
+            joinable = [(w, k) for k, w in total.items() if w > 0 and k[1] not in cls.apart[k[0]]]
+            if not joinable:
+                break
+            _, (ra, rb) = max(joinable)
+            cls.join(ra, rb)
+        for (a, b), w in score.items():  # a net "different" verdict tests the belief as a cannot-link does
+            ra, rb = cls.find(a), cls.find(b)
+            if ra != rb and w < 0:
+                cls.separate(ra, rb)
+    n_nodes = K + len(big)
+    roots = np.array([cls.find(v) for v in range(n_nodes)])
+    of_node, _ = _relabel(roots)
+    labels = of_node[node]
+    where_old = np.where(grouped, nat, comp)
+    where, K2 = _relabel(where_old)
+    class_of = np.empty(K2, np.int64)
+    class_of[where] = of_node[where_old]
+    apart = set()
+    for r in range(n_nodes):
+        if cls.parent[r] == r:
+            for q in cls.apart[r]:
+                a, b = int(of_node[r]), int(of_node[q])
+                apart.add((min(a, b), max(a, b)))
+    return ClassMap(labels, where, class_of, apart)
+
+
+def class_samples(X: np.ndarray, samples, constraints: Constraints | None) -> np.ndarray:
+    """Each sample's class labels (S, n): :func:`class_map` applied to every row of ``samples`` (S, n)."""
+    samples = np.atleast_2d(np.asarray(samples))
+    if constraints is None or len(constraints) == 0:
+        return samples.astype(np.int64, copy=True)
+    out = np.empty(samples.shape, np.int64)
+    for s, z in enumerate(samples):
+        out[s] = class_map(X, z, constraints).labels
+    return out
+
+
+def _two_means(x: np.ndarray, n_iter: int = 10) -> np.ndarray:
+    """A deterministic 2-means split (m,) of the rows of ``x`` (m, D): seeded by the row farthest from the mean
+    and the row farthest from that one."""
+    a = int(np.argmax(((x - x.mean(axis=0)) ** 2).sum(axis=1)))
+    b = int(np.argmax(((x - x[a]) ** 2).sum(axis=1)))
+    centres = x[[a, b]]
+    half = np.zeros(len(x), np.int64)
+    for _ in range(n_iter):
+        half = np.argmin(((x[:, None, :] - centres[None]) ** 2).sum(axis=2), axis=1)
+        if half.min() == half.max():
+            break
+        centres = np.stack([x[half == h].mean(axis=0) for h in (0, 1)])
+    return half
+
+
+def _central(x: np.ndarray, idx: np.ndarray, mean: np.ndarray, var: np.ndarray) -> int:
+    """The item of ``idx`` nearest ``mean`` in units of the standard deviations ``sqrt(var)``."""
+    return int(idx[np.argmin((((x[idx] - mean) ** 2) / var).sum(axis=1))])
+
+
+def component_questions(
+    X: np.ndarray, z, constraints: Constraints | None, k: int, exclude=(), min_split: int = MIN_SPLIT
+) -> list:
+    """Up to ``k`` questions ``(i, j)`` that test beliefs no answer has tested yet, best first.
+
+    1. *Are two components one class?* In the sample ``z`` (n,), two components in different classes that no
+       cannot-link keeps apart hold the untested belief "these are different classes". Each is asked once,
+       through representatives (the item of each component nearest its mean, in units of the component's
+       standard deviations), nearest components first (mean distance in units of the average
+       within-component spread), at most one question per pair of classes.
+    2. *Is a component one class?* Each component of at least ``min_split`` items, largest first, is split in
+       two by a deterministic 2-means, and the representatives of the halves are asked about, unless an
+       answer already links the halves (a must-link across them; a cannot-link would have split the
+       component).
+
+    Empty when every belief has been tested: the caller falls back to link entropy.
+    """
+    X = np.asarray(X, np.float64)
+    comp, of, apart = class_map(X, z, constraints)[1:]
+    K = len(of)
+    cnt, mean, var = component_statistics(X, comp, K)
+    excluded = {(min(p), max(p)) for p in exclude}
+    out: list[tuple[int, int]] = []
+
+    def ask(i: int, j: int) -> bool:
+        pair = (min(i, j), max(i, j))
+        if i == j or pair in excluded or pair in out:
+            return False
+        if constraints is not None and constraints.status(i, j) is not None:
+            return False
+        out.append(pair)
+        return True
+
+    members = [np.flatnonzero(comp == c) for c in range(K)]
+    rep = np.array([_central(X, members[c], mean[c], var[c]) for c in range(K)])
+    if K >= 2:
+        within = (cnt[:, None] * var).sum(axis=0) / cnt.sum()
+        dist = (((mean[:, None, :] - mean[None]) ** 2) / within).sum(axis=2)
+        a, b = np.triu_indices(K, k=1)
+        keep = of[a] != of[b]
+        a, b = a[keep], b[keep]
+        asked: set[tuple[int, int]] = set(apart)
+        for t in np.argsort(dist[a, b], kind="stable"):
+            ca, cb = int(of[a[t]]), int(of[b[t]])
+            key = (min(ca, cb), max(ca, cb))
+            if key not in asked and ask(int(rep[a[t]]), int(rep[b[t]])):
+                asked.add(key)
+                if len(out) == k:
+                    return out
+    linked = []  # pairs an answer says are together: they test a split
+    if constraints is not None:
+        linked = list(constraints.must_link) + [
+            (i, j) for i, j, kind, _ in constraints.answers if kind == "must"
+        ]
+    for c in np.argsort(-cnt, kind="stable"):
+        idx = members[c]
+        if len(idx) < min_split:
+            break
+        half = np.full(len(comp), -1)
+        half[idx] = _two_means(X[idx] / np.sqrt(var[c]))
+        if half[idx].min() == half[idx].max():
+            continue
+        if any(comp[i] == c == comp[j] and half[i] != half[j] for i, j in linked):
+            continue
+        sides = [idx[half[idx] == h] for h in (0, 1)]
+        i, j = (_central(X, s, X[s].mean(axis=0), var[c]) for s in sides)
+        if ask(i, j) and len(out) == k:
+            return out
+    return out

@@ -1,0 +1,155 @@
+"""Classes as unions of components: one answer moves whole components (``jaxclust.active.classes``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+
+from jaxclust import DPMM, Constraints
+from jaxclust.active import ActiveLearner, GoldOracle
+from jaxclust.active.classes import (
+    class_map,
+    class_samples,
+    component_questions,
+    component_statistics,
+    natural_components,
+)
+from jaxclust.active.selection import Round, pick
+from jaxclust.errors import InvalidInputError
+
+RNG = np.random.default_rng(0)
+# four separated blobs of 8 points; classes are unions of two blobs each: {0, 1} and {2, 3}
+CENTRES = np.array([[-6.0, 0.0], [-6.0, 6.0], [6.0, 0.0], [6.0, 6.0]])
+X = np.concatenate([c + RNG.normal(0.0, 0.3, size=(8, 2)) for c in CENTRES])
+BLOB = np.repeat(np.arange(4), 8)
+CLASS = BLOB // 2
+
+
+def test_natural_component_is_the_nearest_blob_weighted_by_size():
+    """Item 0 of blob 0, moved by a must-link into blob 1's component: its natural component is blob 0."""
+    z = BLOB.copy()
+    z[0] = 1
+    use = np.ones(32, bool)
+    use[0] = False
+    stats = component_statistics(X, z, 4, use)
+    assert natural_components(X, z, 4, np.array([0, 9]), stats).tolist() == [0, 1]
+    # the statistics leave the moved item out: blob 1's mean is that of its own 8 points
+    np.testing.assert_allclose(stats[1][1], X[8:16].mean(axis=0))
+
+
+def test_a_must_link_across_two_components_joins_their_classes():
+    """Sample: the four blobs as components, the must-linked pair (0, 8) held together in blob 1's component
+    (as the DPMM does: one item moves). The classes join blobs 0 and 1 whole, not only the two items."""
+    z = BLOB.copy()
+    z[0] = 1
+    c = Constraints(32, must_link=[(0, 8)])
+    m = class_map(X, z, c)
+    assert adjusted_rand_score(np.where(BLOB <= 1, 0, BLOB - 1), m.labels) == 1.0  # {0,1}, {2}, {3}
+    assert m.components[0] == 0 and m.apart == set()  # item 0 is back in its own blob
+    # without the answer every blob is its own class
+    assert len(np.unique(class_samples(X, BLOB[None], None)[0])) == 4
+
+
+def test_a_join_that_would_unite_a_cannot_linked_pair_is_refused_and_constraints_hold():
+    """cannot(0, 8) then must(1, 9): the group {1, 9} joins blob 0 (item 1's natural component), and joining
+    blob 1 too would put 0 and 8 in one class: refused. The group keeps one class, blobs 0 and 1 stay apart.
+    A cannot-link between blobs 0 and 2 alone is a tested pair of classes."""
+    z = BLOB.copy()
+    z[1] = 1  # the must-link group {1, 9} sits in blob 1
+    m = class_map(X, z, Constraints(32, must_link=[(1, 9)], cannot_link=[(0, 8)]))
+    assert m.labels[0] != m.labels[8] and m.labels[1] == m.labels[9] == m.labels[0]
+    assert adjusted_rand_score(BLOB, m.labels) < 1.0 and len(np.unique(m.labels)) == 4
+    assert (min(m.labels[0], m.labels[8]), max(m.labels[0], m.labels[8])) in m.apart
+    m = class_map(X, BLOB, Constraints(32, cannot_link=[(0, 16)]))
+    assert (min(m.labels[0], m.labels[16]), max(m.labels[0], m.labels[16])) in m.apart and len(m.apart) == 1
+
+
+def test_soft_answers_join_by_majority_and_a_wrong_one_is_outvoted():
+    """Error rate 0.1: one must between blobs 0 and 1 joins them; adding two cannots between them undoes it."""
+    one = Constraints.from_answers(32, [(0, 8, "must", 0.1)])
+    labels = class_samples(X, BLOB[None], one)[0]
+    assert labels[0] == labels[8] and len(np.unique(labels)) == 3
+    outvoted = Constraints.from_answers(
+        32, [(0, 8, "must", 0.1), (1, 9, "cannot", 0.1), (2, 10, "cannot", 0.1)]
+    )
+    labels = class_samples(X, BLOB[None], outvoted)[0]
+    assert len(np.unique(labels)) == 4
+
+
+def test_component_questions_ask_nearest_untested_class_pairs_once_then_test_each_component():
+    """Blobs 0-1 and 2-3 are 6 apart, 0-2 and 1-3 are 12 apart: the nearest pairs are asked first, through the
+    most central member of each blob; a tested pair of classes (a cannot-link) is not asked again, and joined
+    classes are not asked about. Then each blob (8 items, the smallest asked about) is asked whether it is one
+    class: the central items of its two 2-means halves."""
+    qs = component_questions(X, BLOB, None, 20)
+    assert len(qs) == 6 + 4
+    between, within = qs[:6], qs[6:]
+    assert {tuple(sorted((BLOB[i], BLOB[j]))) for i, j in between} == {
+        (a, b) for a in range(4) for b in range(a + 1, 4)
+    }
+    assert {tuple(sorted((BLOB[i], BLOB[j]))) for i, j in between[:2]} == {(0, 1), (2, 3)}
+    assert [BLOB[i] == BLOB[j] for i, j in within] == [True] * 4
+    _, mean, var = component_statistics(X, BLOB, 4)
+    for i, j in between:
+        for a in (i, j):
+            b = BLOB[a]
+            score = (((X[BLOB == b] - mean[b]) ** 2) / var[b]).sum(axis=1)
+            assert np.argmin(score) + 8 * b == a
+    c = Constraints(32, cannot_link=[qs[0]])
+    left = component_questions(X, BLOB, c, 20)
+    assert len(left) == 9 and qs[0] not in left
+    # a must-link across blob 0's halves says blob 0 is one class: its split question is not asked
+    c = Constraints(32, must_link=[within[[BLOB[i] for i, _ in within].index(0)]])
+    assert [BLOB[i] for i, j in component_questions(X, BLOB, c, 20)[6:]] == [1, 2, 3]
+    assert component_questions(X, BLOB, None, 20, min_split=9) == between
+    z = BLOB.copy()
+    z[0] = 1
+    joined = component_questions(X, z, Constraints(32, must_link=[(0, 8)]), 3)
+    assert len(joined) == 3  # classes {0,1}, {2}, {3}: three pairs of classes
+    assert {tuple(sorted((BLOB[i] // 2 * 2 if BLOB[i] < 2 else BLOB[i], BLOB[j]))) for i, j in joined} == {
+        (0, 2),
+        (0, 3),
+        (2, 3),
+    }
+
+
+def test_explore_never_confident_while_beliefs_are_untested():
+    samples = np.tile(BLOB, (5, 1))  # every sample agrees: link entropy 0 everywhere
+    r = Round(samples, Constraints(32), set(), X=X, components=BLOB, need_entropy=True)
+    pairs, h = pick("explore", r, 1)
+    assert len(pairs) == 1 and h is None
+    pairs, h = pick("entropy", r, 1)
+    assert h == pytest.approx(0.0)
+    with pytest.raises(InvalidInputError, match="strategy"):
+        pick("nope", r, 1)
+
+
+SMALL = dict(n_chains=2, n_burnin=20, n_samples=5, thin=2, random_state=0)
+
+
+def test_one_answer_across_two_sub_type_components_merges_the_class_in_a_session():
+    """The DPMM finds the 4 blobs; the default session asks about the nearest blobs first, and each "same"
+    answer joins two whole blobs: two answers about the four blobs give the 2 classes exactly. With answers
+    on pairs only (the previous behaviour) the blobs stay apart."""
+    rng = np.random.default_rng(1)
+    Xb = np.concatenate([c + rng.normal(0.0, 0.5, size=(30, 2)) for c in CENTRES])
+    blob = np.repeat(np.arange(4), 30)
+    learner = ActiveLearner(DPMM(**SMALL), GoldOracle(blob // 2), progress=False)
+    learner.run(Xb, 4, eval_labels=blob // 2)
+    assert adjusted_rand_score(blob // 2, learner.labels_) == 1.0
+    asked = [(a["i"], a["j"], a["answer"]) for a in learner.answers_]
+    across = {
+        tuple(sorted((blob[i], blob[j]))) for i, j, kind in asked if kind == "must" and blob[i] != blob[j]
+    }
+    assert across == {(0, 1), (2, 3)}
+    pairs = ActiveLearner(DPMM(**SMALL), GoldOracle(blob // 2), progress=False, propagation="pairs")
+    pairs.run(Xb, 4, eval_labels=blob // 2)
+    assert len(np.unique(pairs.labels_)) >= 4 and adjusted_rand_score(blob // 2, pairs.labels_) < 0.7
+    # over the retained samples too (scores of the session's samples, class level vs component level)
+    assert learner.history_[-1]["v_beta"] > pairs.history_[-1]["v_beta"] + 0.2
+
+
+def test_propagation_is_checked_by_name():
+    with pytest.raises(InvalidInputError, match="propagation"):
+        ActiveLearner(DPMM(**SMALL), GoldOracle(CLASS), propagation="everything").run(X, 1)
