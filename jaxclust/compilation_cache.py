@@ -40,6 +40,8 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
     import jax
     from jax.experimental.compilation_cache import compilation_cache as cc
 
+    if path is not None and not isinstance(path, str | os.PathLike):
+        raise InvalidInputError(f"path: expected a folder path (str or os.PathLike) or None, got {path!r}")
     where = default_cache_dir() if path is None else Path(path).expanduser()
     if where.exists() and not where.is_dir():
         raise InvalidInputError(f"path: {str(where)!r} exists and is not a directory")

@@ -527,6 +527,8 @@ class Constraints:
         n_colours : int
         """
         rows = self.n_groups if n_rows is None else int(n_rows)
+        if rows < self.n_groups:
+            raise InvalidInputError(f"n_rows: expected at least the {self.n_groups} groups, got {n_rows!r}")
         colour = np.zeros(rows, dtype=np.int32)
         e = np.concatenate([self._cl_groups, self._soft_groups])
         if len(e) == 0:

@@ -85,6 +85,18 @@ def _sparse(a):
     return scipy.sparse.csr_matrix(a)
 
 
+def _learner(model=None, **kw):
+    from jaxclust.active import ActiveLearner
+
+    return ActiveLearner(model or DPMM(n_chains=1, n_burnin=2, n_samples=2), GoldOracle(Y), progress=False, **kw)
+
+
+def _enable_cache(path):
+    from jaxclust import enable_compilation_cache
+
+    return enable_compilation_cache(path)
+
+
 def B(fn, cls, match, id):  # one short name: the corpus below reads as a table, one case per line
     """A corpus case: ``fn()`` must raise exactly ``cls`` with a message matching ``match``."""
     return pytest.param(fn, cls, match, id=id)
@@ -352,6 +364,15 @@ CORPUS = [
     B(lambda: top_entropy_pairs(S, 1, exclude=[(0, 1, 2)]), InvalidInputError, r"^exclude: entry \(0, 1, 2\) is not a pair", "a-top-exclude-triple"),
     B(lambda: top_entropy_pairs(S, 1, Constraints(5)), ConstraintError, r"^constraints: built for 5 items but the samples have 4 \(top_entropy_pairs\)", "a-top-constraints-n"),
     B(lambda: top_entropy_pairs(S, 1, block=0), InvalidInputError, r"^block: must be >= 1, got 0", "a-top-block0"),
+    B(lambda: _learner(KMeans(2)).run(X, 1), InvalidInputError, r"^model: KMeans cannot be refitted under answers \(its fit takes no 'constraints'\)", "a-learner-kmeans"),
+    B(lambda: _learner(block_size=0).run(X, 1), InvalidInputError, r"^block_size: expected a positive integer or None, got 0", "a-learner-block0"),
+    B(lambda: _learner(block_size="a").run(X, 1), InvalidInputError, r"^block_size: expected a positive integer or None, got 'a'", "a-learner-block-str"),
+    B(lambda: _learner().run(X, 1, constraints={"must_link": [(0, 99)]}), ConstraintError, r"^must-link \(0, 99\): index 99 is out of range for 12 items", "a-learner-constraints-dict"),
+    B(lambda: Constraints(4, cannot_link=[(2, 3)]).colouring(n_rows=1), InvalidInputError, r"^n_rows: expected at least the 4 groups, got 1", "c-colouring-rows"),
+    B(lambda: NormalGamma(mean="a"), InvalidInputError, r"^prior.mean: expected a number or an array of numbers, got 'a'", "dp-prior-mean-str"),
+    B(lambda: JP.v_measure(np.array([0.0, 1.0]), np.array([0, 1]), 2), InvalidInputError, r"^labels_true: expected a 1-D array of integer labels", "m-jax-float-labels"),
+    B(lambda: JP.v_measure(np.array([0, 1, 1]), np.array([0, 1]), 2), InvalidInputError, r"^labels_true and labels_pred: expected the same length, got 3 and 2", "m-jax-lengths"),
+    B(lambda: _enable_cache(5), InvalidInputError, r"^path: expected a folder path \(str or os.PathLike\) or None, got 5", "cc-path-int"),
     B(lambda: select_queries(S, strategy="x"), InvalidInputError, r"^strategy: expected one of .* got 'x'", "a-select-strategy"),
     B(lambda: select_queries(S, strategy="batch"), InvalidInputError, r"^strategy: 'batch' needs the oracle between picks", "a-select-batch"),
     B(lambda: select_queries(S, batch_size=0), InvalidInputError, r"^batch_size: expected a positive integer, got 0", "a-select-batch-size"),
@@ -649,6 +670,14 @@ def test_coclustering_labels_and_weights_at_the_limits():
         q = np.asarray(coclustering(S, [w, 3 * w]))
         np.testing.assert_allclose(np.diag(q), 1.0)
         np.testing.assert_allclose(q[0, 1], 0.25, rtol=1e-6)  # together only in sample 0, of weight 1/4
+
+
+def test_active_learner_takes_every_constraint_spelling():
+    learner = _learner(strategy="random")
+    learner.run(X, 1, constraints={"must_link": [(0, 1)], "cannot_link": [(0, 6)]})
+    assert learner.constraints_.pairs[:2] == ((0, 1, "must"), (0, 6, "cannot"))
+    learner.run(X, 1, constraints=([(0, 1)], [(0, 6)]))
+    assert learner.constraints_.pairs[:2] == ((0, 1, "must"), (0, 6, "cannot"))
 
 
 def test_top_entropy_pairs_takes_every_constraint_spelling():

@@ -246,9 +246,7 @@ def _validate(samples, k, constraints, weights, exclude, block):
     z = _as_samples(samples)
     n = z.shape[1]
     k = check_int(k, "k", minimum=1)
-    constraints = as_constraints(
-        constraints, n, where="top_entropy_pairs", subject="the samples have {n}"
-    )
+    constraints = as_constraints(constraints, n, where="top_entropy_pairs", subject="the samples have {n}")
     excl = {(min(a, b), max(a, b)) for a, b in check_pairs(exclude, n, "exclude")}
     block = int(min(n, 256) if block is None else block)
     if block < 1:

@@ -70,7 +70,7 @@ from jaxclust.active.oracles import SessionStopped, ask
 from jaxclust.active.selection import STRATEGIES
 from jaxclust.active.session import Session, describe_conflict, score_samples
 from jaxclust.active.store import AnswerStore, check_annotator, default_annotator
-from jaxclust.constraints import Constraints
+from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.errors import InvalidInputError
 from jaxclust.validation import check_array, check_labels, seed_from
 
@@ -87,6 +87,19 @@ def data_fingerprint(X: np.ndarray) -> str:
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     return hashlib.sha256(repr(X.shape).encode() + X.tobytes()).hexdigest()[:16]
+
+
+def _parameters(fn) -> set[str]:
+    """Names ``fn`` takes (every name when it takes ``**kwargs``)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return {"constraints"}
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return {"constraints"}
+    return {p.name for p in params}
 
 
 def _clone(model: Any) -> Any:
@@ -289,6 +302,15 @@ class ActiveLearner:
             )
         if self.status is not None and not callable(self.status):
             raise InvalidInputError(f"status: expected a callable or None, got {self.status!r}")
+        b = self.block_size
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 1):
+            raise InvalidInputError(f"block_size: expected a positive integer or None, got {b!r}")
+        fit = getattr(self.model, "fit", None)
+        if not callable(fit) or "constraints" not in _parameters(fit):
+            raise InvalidInputError(
+                f"model: {type(self.model).__name__} cannot be refitted under answers (its fit takes no "
+                "'constraints'); use a model that samples partitions under constraints, e.g. jaxclust.DPMM"
+            )
 
     def _warm_burnin(self, model) -> int:
         burn = self.warm_burnin
@@ -349,7 +371,7 @@ class ActiveLearner:
             every annotator).
         eval_labels : array-like of int, shape (n,), optional
             Gold labels used only to score each round (never shown to the selection).
-        constraints : Constraints, optional
+        constraints : Constraints, dict or (must_link, cannot_link), optional
             Initial constraints (re-read with ``on_conflict="drop"``).
 
         Returns
@@ -396,6 +418,8 @@ class ActiveLearner:
         X = check_array(X, name="X", min_rows=2)
         n = X.shape[0]
         labels = None if eval_labels is None else check_labels(eval_labels, n=n, name="eval_labels")
+        if constraints is not None and not isinstance(constraints, Constraints):
+            constraints = as_constraints(constraints, n, where="ActiveLearner.run")
         if constraints is not None and constraints.n != n:
             raise InvalidInputError(f"constraints: built for {constraints.n} items, X has {n} rows")
         annotator = check_annotator(self.annotator) or default_annotator()

@@ -108,6 +108,16 @@ class NGSlot(NamedTuple):
     cache: jax.Array  # shape * sum(log rate) + D/2 * log(kappa)
 
 
+def _as_float_array(value, name: str) -> np.ndarray:
+    """A prior parameter as float64, or ``InvalidInputError`` naming it (``prior.<name>``)."""
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidInputError(
+            f"prior.{name}: expected a number or an array of numbers, got {value!r}"
+        ) from None
+
+
 class NormalGamma(eqx.Module):
     """Diagonal Gaussian components with a Normal-Gamma prior per dimension.
 
@@ -140,10 +150,10 @@ class NormalGamma(eqx.Module):
 
     def __init__(self, mean=0.0, kappa=1.0, shape=1.0, rate=1.0):
         # host float64 until the sampler casts (a prior mean far from 0 must survive the shift exactly)
-        self.mean = np.asarray(mean, dtype=np.float64)
-        self.kappa = np.asarray(kappa, dtype=np.float64)
-        self.shape = np.asarray(shape, dtype=np.float64)
-        self.rate = np.asarray(rate, dtype=np.float64)
+        self.mean = _as_float_array(mean, "mean")
+        self.kappa = _as_float_array(kappa, "kappa")
+        self.shape = _as_float_array(shape, "shape")
+        self.rate = _as_float_array(rate, "rate")
 
     centred = True  # the sampler may shift and scale data and prior together (see ``transformed``)
 
@@ -356,10 +366,10 @@ class NormalInverseWishart(eqx.Module):
     scale: jax.Array
 
     def __init__(self, mean=0.0, kappa=1.0, dof=None, scale=1.0):
-        self.mean = np.asarray(mean, dtype=np.float64)
-        self.kappa = np.asarray(kappa, dtype=np.float64)
-        self.dof = np.asarray(np.nan if dof is None else dof, dtype=np.float64)  # None -> D + 2 in check()
-        self.scale = np.asarray(scale, dtype=np.float64)
+        self.mean = _as_float_array(mean, "mean")
+        self.kappa = _as_float_array(kappa, "kappa")
+        self.dof = _as_float_array(np.nan if dof is None else dof, "dof")  # None -> D + 2 in check()
+        self.scale = _as_float_array(scale, "scale")
 
     centred = True
 
@@ -569,7 +579,7 @@ class DirichletMultinomial(eqx.Module):
     concentration: jax.Array
 
     def __init__(self, concentration=1.0):
-        self.concentration = np.asarray(concentration, dtype=np.float64)
+        self.concentration = _as_float_array(concentration, "concentration")
 
     centred = False
 

@@ -37,6 +37,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from jaxclust.errors import InvalidInputError
+
 __all__ = [
     "contingency",
     "table_stats",
@@ -88,6 +90,15 @@ def contingency(
     _check_capacity(n_clusters, "n_clusters")
     y = jnp.asarray(labels_true)
     z = jnp.asarray(labels_pred)
+    for arr, name in ((y, "labels_true"), (z, "labels_pred")):  # dtypes and shapes are static under jit
+        if not jnp.issubdtype(arr.dtype, jnp.integer) or arr.ndim != 1:
+            raise InvalidInputError(
+                f"{name}: expected a 1-D array of integer labels, got dtype {arr.dtype} and shape {arr.shape}"
+            )
+    if y.shape != z.shape:
+        raise InvalidInputError(
+            f"labels_true and labels_pred: expected the same length, got {y.shape[0]} and {z.shape[0]}"
+        )
     valid = (y >= 0) & (y < n_classes) & (z >= 0) & (z < n_clusters)
     # integer scatter-add: exact and order-independent (unlike a float scatter); O(n), not a one-hot matmul
     cell = jnp.where(valid, y * n_clusters + z, n_classes * n_clusters)
