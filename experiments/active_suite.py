@@ -238,6 +238,11 @@ def _at(curve: list, q: int) -> float:
     return float(curve[min(q, len(curve) - 1)])
 
 
+def _order(method: str) -> tuple:
+    base = method.split(" ")[0]
+    return (METHODS.index(base) if base in METHODS else len(METHODS), method)
+
+
 def summarize(records: list[dict], out_dir) -> dict:
     """Per set and oracle: mean ARI / V-beta over seeds at 20/60/100/200 questions and the area under the ARI
     curve, per method; the sets where the default session is at or above COBRAS at 60; a figure."""
@@ -247,7 +252,9 @@ def summarize(records: list[dict], out_dir) -> dict:
     runs: dict[tuple, list[dict]] = {}
     for rec in records:
         r = rec["result"]
-        runs.setdefault((r["oracle"], r["dataset"], r["method"]), []).append(r)
+        scale = rec.get("params", {}).get("prior_scale")
+        method = r["method"] if scale is None else f"{r['method']} (prior {scale})"
+        runs.setdefault((r["oracle"], r["dataset"], method), []).append(r)
     table = []
     for (oracle, dataset, method), rs in sorted(runs.items()):
         row = {"oracle": oracle, "dataset": dataset, "method": method, "seeds": sorted(r["seed"] for r in rs)}
@@ -301,7 +308,7 @@ def summarize(records: list[dict], out_dir) -> dict:
         fig = Figure(figsize=(4 * cols, 3 * rows))
         for k, d in enumerate(sets):
             ax = fig.add_subplot(rows, cols, k + 1)
-            for method in METHODS:
+            for method in sorted({m for (o, dd, m) in runs if o == oracle and dd == d}, key=_order):
                 rs = runs.get((oracle, d, method))
                 if not rs:
                     continue

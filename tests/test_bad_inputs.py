@@ -88,7 +88,9 @@ def _sparse(a):
 def _learner(model=None, **kw):
     from jaxclust.active import ActiveLearner
 
-    return ActiveLearner(model or DPMM(n_chains=1, n_burnin=2, n_samples=2), GoldOracle(Y), progress=False, **kw)
+    return ActiveLearner(
+        model or DPMM(n_chains=1, n_burnin=2, n_samples=2), GoldOracle(Y), progress=False, **kw
+    )
 
 
 def _enable_cache(path):
@@ -238,6 +240,8 @@ CORPUS = [
     # ---- ICC, silh_const, cluster-and-label --------------------------------------------------------------------
     B(lambda: ICC(2, strategy="x").fit(X, Y), InvalidInputError, r"^strategy: expected one of \('silh_const', 'random', 'klein'\), got 'x'", "icc-strategy"),
     B(lambda: ICC(1).fit(X, Y), InvalidInputError, r"^n_clusters: expected an int >= 2, got 1", "icc-k1"),
+    B(lambda: ICC(2, budget=4).fit(X, np.where(np.arange(12) == 3, np.nan, Y)), InvalidInputError, r"^oracle: the gold label at row 3 is NaN", "icc-nan-label"),
+    B(lambda: ICC(2, budget=4).fit(X, lambda ids: [np.nan] * len(ids)), InvalidInputError, r"^oracle: the label of item \d+ is NaN", "icc-nan-callable"),
     B(lambda: ICC(20, budget=4).fit(X, Y), InvalidInputError, r"^n_clusters: 20 exceeds the number of rows \(12\)", "icc-k-gt-n"),
     B(lambda: ICC(2, budget=100).fit(X, Y), InvalidInputError, r"^budget: expected a fraction in \(0, 1\] or an int in \[2, 12\]", "icc-budget"),
     B(lambda: ICC(2, batch_size=0).fit(X, Y), InvalidInputError, r"^batch_size: expected a positive int, got 0", "icc-batch0"),
@@ -498,6 +502,22 @@ def test_loader_tsv_missing_column(tmp_path):
         D.load_subjectivity(data_dir=tmp_path)
 
 
+def test_conll_with_a_byte_order_mark_keeps_the_first_document(tmp_path):
+    from jaxclust.metrics.conll import parse_conll, read_conll
+
+    text = "#begin document (a); part 000\na\t(1)\nb\t(1)\n#end document\n#begin document (b); part 000\nc\t-\n#end document\n"
+    path = tmp_path / "bom.conll"
+    path.write_text("\ufeff" + text, encoding="utf-8")
+    for docs in (
+        parse_conll("\ufeff" + text),
+        read_conll(path),
+        read_conll(path.open("rb")),
+        read_conll(path.open()),
+    ):
+        assert [d.name for d in docs] == ["(a); part 000", "(b); part 000"]
+        assert docs[0].clusters == [[(0, 0), (1, 1)]]  # two one-token mentions of entity 1
+
+
 def test_read_conll_invalid_utf8_names_file_and_line(tmp_path):
     path = tmp_path / "bad.conll"
     path.write_bytes(b"#begin document (d); part 000\nd 0 0 w\xff -\n#end document\n")
@@ -655,7 +675,9 @@ def test_seeds_beyond_32_bits_are_their_own():
     keys they always gave."""
     a = KMeans(3, n_init=1, random_state=5).fit(X)
     b = KMeans(3, n_init=1, random_state=2**32 + 5).fit(X)
-    assert not np.array_equal(a.cluster_centers_, b.cluster_centers_) or not np.array_equal(a.labels_, b.labels_)
+    assert not np.array_equal(a.cluster_centers_, b.cluster_centers_) or not np.array_equal(
+        a.labels_, b.labels_
+    )
     np.testing.assert_array_equal(jax.random.key_data(V.prng_key(5)), jax.random.key_data(jax.random.key(5)))
     k1, k2 = (jax.random.key_data(V.prng_key(s)) for s in (5, 2**32 + 5))
     assert not np.array_equal(k1, k2)

@@ -380,9 +380,20 @@ def _as_array(v: np.ndarray) -> np.ndarray:
 
 
 def _make_oracle(oracle, n: int):
+    def no_nan(ids, labels):
+        for i, v in zip(ids, labels, strict=False):
+            if isinstance(v, float | np.floating) and np.isnan(v):
+                raise InvalidInputError(
+                    f"oracle: the label of item {int(i)} is NaN (a label must be a class)"
+                )
+        return labels
+
     if callable(oracle):
-        return lambda ids: list(oracle(ids))
+        return lambda ids: no_nan(ids, list(oracle(ids)))
     gold = np.asarray(oracle)
     if gold.ndim != 1 or gold.shape[0] != n:
         raise InvalidInputError(f"oracle: expected a callable or ({n},) gold labels, got shape {gold.shape}")
+    if gold.dtype.kind == "f" and np.isnan(gold).any():
+        row = int(np.flatnonzero(np.isnan(gold))[0])
+        raise InvalidInputError(f"oracle: the gold label at row {row} is NaN (a label must be a class)")
     return lambda ids: gold[ids].tolist()

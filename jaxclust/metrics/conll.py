@@ -182,6 +182,8 @@ def _parse_lines(lines: Iterable[str], source: str) -> list[ConllDocument]:
     name = None
     for lineno, raw in enumerate(lines, 1):
         line = raw.rstrip("\r\n")
+        if lineno == 1:
+            line = line.removeprefix("\ufeff")  # a UTF-8 byte-order mark is not part of the first line
         begin = _BEGIN.match(line)
         if begin:
             if name is not None:

@@ -72,7 +72,15 @@ def _capture_curves(monkeypatch):
     calls = []
 
     def fake_run_curves(
-        X, y, model, strategies, n_queries, min_samples=10, warm_burnin=None, progress=True, propagation="classes"
+        X,
+        y,
+        model,
+        strategies,
+        n_queries,
+        min_samples=10,
+        warm_burnin=None,
+        progress=True,
+        propagation="classes",
     ):
         params = model.get_params()
         prior = params.pop("prior")
