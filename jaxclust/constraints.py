@@ -757,14 +757,15 @@ def _ml_path(edges: Sequence[Pair], a: int, b: int) -> list[Pair]:
 
 
 def as_constraints(
-    constraints: Any, n: int, where: str = "fit", subject: str = "X has {n} rows"
+    constraints: Any, n: int, where: str = "fit", subject: str = "X has {n} rows", soft: bool = True
 ) -> Constraints | None:
     """The one way every constrained estimator reads its ``constraints`` argument.
 
     Accepts ``None``, a :class:`Constraints`, a mapping ``{"must_link": pairs, "cannot_link": pairs}`` or a
     pair ``(must_link, cannot_link)`` of pair lists, and returns a :class:`Constraints` over ``n`` items (or
     ``None``). Anything else raises :class:`~jaxclust.errors.ConstraintError` naming ``where`` (e.g.
-    ``"COPKMeans.fit"``; ``subject`` describes the ``n`` items in the size-mismatch message): in particular an
+    ``"COPKMeans.fit"``; ``subject`` describes the ``n`` items in the size-mismatch message; ``soft=False``
+    for an estimator that cannot weigh answers with an error rate, which then raise): in particular an
     array, which is what lands here when a caller passes labels
     positionally as ``fit(X, y)`` (constrained estimators take ``fit(X, constraints)``; labels become
     constraints through :meth:`Constraints.from_labels`).
@@ -801,4 +802,11 @@ def as_constraints(
         )
     if c.n != n:
         raise ConstraintError(f"constraints: built for {c.n} items but {subject.format(n=n)} ({where})")
+    if not soft and c.answers:
+        i, j, kind, eps = c.answers[0]
+        raise ConstraintError(
+            f"constraints: {where} takes hard constraints only, and {len(c.answers)} answer(s) with an error "
+            f"rate were given (the first: {kind} ({i}, {j}) with error_rate={eps}); give them as hard "
+            "constraints (error_rate=0) or use an estimator that weighs answers (DPMM, ActiveLearner)"
+        )
     return c

@@ -66,6 +66,9 @@ Y = np.repeat([0, 1], 6)
 S = np.array([[0, 0, 1, 1], [0, 1, 1, 1]])  # two sampled partitions of 4 items
 DOC = np.zeros((3, 3, 2))  # an L3M document: 3 items, 2 pair features
 C12 = Constraints(12, must_link=[(0, 1)], cannot_link=[(0, 6)])
+SOFT12 = Constraints.from_answers(
+    12, [(0, 1, "must", 0.1), (0, 6, "cannot")]
+)  # one answer with an error rate
 
 
 @functools.cache
@@ -372,6 +375,11 @@ CORPUS = [
     B(lambda: _learner(block_size=0).run(X, 1), InvalidInputError, r"^block_size: expected a positive integer or None, got 0", "a-learner-block0"),
     B(lambda: _learner(block_size="a").run(X, 1), InvalidInputError, r"^block_size: expected a positive integer or None, got 'a'", "a-learner-block-str"),
     B(lambda: _learner().run(X, 1, constraints={"must_link": [(0, 99)]}), ConstraintError, r"^must-link \(0, 99\): index 99 is out of range for 12 items", "a-learner-constraints-dict"),
+    B(lambda: COPKMeans(2).fit(X, SOFT12), ConstraintError, r"^constraints: COPKMeans.fit takes hard constraints only, and 1 answer\(s\) with an error rate were given \(the first: must \(0, 1\) with error_rate=0.1\)", "soft-copkmeans"),
+    B(lambda: PCKMeans(2, w=1e6).fit(X, SOFT12), ConstraintError, r"^constraints: PCKMeans.fit takes hard constraints only", "soft-pckmeans"),
+    B(lambda: ConstrainedAgglomerative(2).fit(X, SOFT12), ConstraintError, r"^constraints: ConstrainedAgglomerative.fit takes hard constraints only", "soft-agglomerative"),
+    B(lambda: ITML().fit(X, SOFT12), ConstraintError, r"^constraints: ITML.fit takes hard constraints only", "soft-itml"),
+    B(lambda: L3M(n_epochs=1).fit([DOC], [[0, 0, 1]]).predict(DOC, constraints=Constraints.from_answers(3, [(0, 1, "must", 0.2)])), ConstraintError, r"^constraints: L3M, document 0 takes hard constraints only", "soft-l3m-predict"),
     B(lambda: Constraints(4, cannot_link=[(2, 3)]).colouring(n_rows=1), InvalidInputError, r"^n_rows: expected at least the 4 groups, got 1", "c-colouring-rows"),
     B(lambda: NormalGamma(mean="a"), InvalidInputError, r"^prior.mean: expected a number or an array of numbers, got 'a'", "dp-prior-mean-str"),
     B(lambda: JP.v_measure(np.array([0.0, 1.0]), np.array([0, 1]), 2), InvalidInputError, r"^labels_true: expected a 1-D array of integer labels", "m-jax-float-labels"),

@@ -499,7 +499,7 @@ class ConstrainedAgglomerative(ClusterMixin, BaseEstimator):
         if isinstance(k, bool) or not (isinstance(k, (int, np.integer)) and 1 <= k <= n):
             raise InvalidInputError(f"n_clusters: expected an int in [1, {n}], got {k!r}")
         groups, cl = (), np.zeros((0, 2), np.int64)
-        constraints = as_constraints(constraints, n, where="ConstrainedAgglomerative.fit")
+        constraints = as_constraints(constraints, n, where="ConstrainedAgglomerative.fit", soft=False)
         if constraints is not None:
             groups = [g for g in constraints.groups if len(g) > 1]
             cl = np.asarray(constraints.cannot_link, np.int64).reshape(-1, 2)

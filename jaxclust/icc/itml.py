@@ -305,7 +305,7 @@ def _pairs_from_input(pairs, y, n: int):
             raise InvalidInputError(
                 f"y: ITML.fit got constraints as pairs and also y ({type(y).__name__}); with constraints, omit y"
             )
-        c = as_constraints(pairs, n, where="ITML.fit")
+        c = as_constraints(pairs, n, where="ITML.fit", soft=False)
         ml = np.asarray(c.must_link, dtype=np.int64).reshape(-1, 2)
         cl = np.asarray(c.cannot_link, dtype=np.int64).reshape(-1, 2)
         return np.vstack([ml, cl]), np.concatenate([np.ones(len(ml)), -np.ones(len(cl))]).astype(np.int64)

@@ -341,7 +341,7 @@ def _check_constraints(constraints, n: int, cls: str):
     :func:`jaxclust.constraints.as_constraints` for what is accepted."""
     from jaxclust.constraints import Constraints, as_constraints
 
-    c = as_constraints(constraints, n, where=f"{cls}.fit")
+    c = as_constraints(constraints, n, where=f"{cls}.fit", soft=False)
     return Constraints(n) if c is None else c
 
 

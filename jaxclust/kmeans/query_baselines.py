@@ -168,7 +168,7 @@ class _NeighbourhoodStrategy:
         where = f"{type(self).__name__}.fit"
         X = check_array(X, name="X", min_rows=2)
         oracle = _check_oracle(oracle, where)
-        constraints = as_constraints(constraints, X.shape[0], where=where)
+        constraints = as_constraints(constraints, X.shape[0], where=where, soft=False)
         k, q = self.n_clusters, self.max_queries
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise InvalidInputError(

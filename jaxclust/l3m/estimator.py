@@ -176,7 +176,11 @@ class L3M(BaseEstimator):
             raise InvalidInputError(f"document {k} ({doc.doc_id!r}) has no gold clusters")
         if constraints is not None:
             constraints = as_constraints(
-                constraints, doc.n_items, where=f"L3M, document {k}", subject="the document has {n} items"
+                constraints,
+                doc.n_items,
+                where=f"L3M, document {k}",
+                subject="the document has {n} items",
+                soft=False,
             )
             doc = Document(
                 doc.features,
