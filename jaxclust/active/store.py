@@ -125,6 +125,26 @@ def check_annotator(value: Any, name: str = "annotator", quiet: bool = False) ->
     return value
 
 
+def _plain_meta(meta: Any) -> dict[str, Any] | None:
+    """``meta`` with NumPy scalars as Python numbers; a value JSON cannot hold raises naming its key."""
+    if meta is None:
+        return None
+    if not isinstance(meta, dict):
+        raise InvalidInputError(f"meta: expected a dict, got {type(meta).__name__}")
+    out = {}
+    for key, value in meta.items():
+        if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+            value = value.item()  # a NumPy scalar (np.int64(12)) is the number it holds
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            raise InvalidInputError(
+                f"meta[{key!r}]: expected a JSON value (number, string, list, dict), got {type(value).__name__}"
+            ) from None
+        out[key] = value
+    return out
+
+
 def _record(
     i: int, j: int, answer: str, kept: bool = True, round: int = 0, annotator: str | None = None
 ) -> dict[str, Any]:
@@ -360,6 +380,9 @@ class AnswerStore:
         shared: bool = False,
         busy_timeout: float = 30.0,
     ):
+        if not isinstance(path, str | os.PathLike) or isinstance(os.fspath(path), bytes):
+            raise InvalidInputError(f"path: expected a file path (str or os.PathLike), got {path!r}")
+        meta = _plain_meta(meta)
         self.path = Path(path)
         self.shared = bool(shared)
         self.session = uuid.uuid4().hex[:16]
@@ -957,6 +980,14 @@ class AnswerStore:
         is released in the same transaction.
         """
         rec = _record(i, j, answer, kept, round, annotator)
+        n = self.meta.get("n") if isinstance(getattr(self, "meta", None), dict) else None
+        limit = n if isinstance(n, int) and not isinstance(n, bool) else 2**63
+        for name, v in (("i", i), ("j", j)):
+            if int(v) >= limit:
+                raise InvalidInputError(
+                    f"{name}: item {int(v)} is out of range for {self.path}"
+                    + (f", whose data has {n} items (valid: 0..{n - 1})" if limit == n else "")
+                )
         if self._sqlite:
             with self._write() as con:
                 self._load()  # the others' rows first: the log stays in order

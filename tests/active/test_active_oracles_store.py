@@ -130,3 +130,36 @@ def test_select_queries_validates_strategy_and_batch():
     with pytest.raises(InvalidInputError, match="batch_size"):
         select_queries(z, batch_size=0)
     assert select_queries(z, batch_size=2, strategy="random", key=0) != []
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".sqlite"])
+def test_store_checks_items_and_meta_when_appending_not_at_the_next_open(tmp_path, suffix):
+    path = tmp_path / f"answers{suffix}"
+    with AnswerStore(path, meta={"n": np.int64(12), "scale": np.float32(1.5)}) as store:
+        assert store.meta["n"] == 12 and store.meta["scale"] == 1.5  # NumPy scalars are their numbers
+        with pytest.raises(
+            InvalidInputError, match=r"^j: item 99 is out of range for .*, whose data has 12 items"
+        ):
+            store.append(0, 99, "must")
+        with pytest.raises(InvalidInputError, match=r"^j: item 9223372036854775808 is out of range"):
+            store.append(0, 2**63, "must")
+        store.append(0, 11, "must")
+    with AnswerStore(path, meta={"n": 12}) as store:  # nothing damaged: the next open finds one answer
+        assert [(r["i"], r["j"]) for r in store.records] == [(0, 11)]
+    with AnswerStore(tmp_path / f"no_meta{suffix}") as store:
+        with pytest.raises(InvalidInputError, match=r"^j: item 9223372036854775808 is out of range"):
+            store.append(0, 2**63, "must")
+
+
+def test_store_path_and_meta_are_checked_by_name(tmp_path):
+    with pytest.raises(
+        InvalidInputError, match=r"^path: expected a file path \(str or os.PathLike\), got b'"
+    ):
+        AnswerStore(str(tmp_path / "a.jsonl").encode())
+    with pytest.raises(
+        InvalidInputError, match=r"^path: expected a file path \(str or os.PathLike\), got None"
+    ):
+        AnswerStore(None)
+    with pytest.raises(InvalidInputError, match=r"^meta\['n'\]: expected a JSON value"):
+        AnswerStore(tmp_path / "b.jsonl", meta={"n": object()})
+    assert not (tmp_path / "b.jsonl").exists()
