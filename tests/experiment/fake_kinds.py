@@ -16,13 +16,15 @@ def fast(x, y=1, seed=0):
     return {"value": x * 10 + y + seed, "pid": os.getpid()}
 
 
-def slow(i, delay=0.2, markers=None, fail_on=None, fail_flag=None):
+def slow(i, delay=0.2, markers=None, fail_on=None, fail_flag=None, exit_on=None):
     if markers:
         Path(markers).mkdir(parents=True, exist_ok=True)
         (Path(markers) / f"{i}.{os.getpid()}.{time.monotonic_ns()}").touch()
     time.sleep(delay)
     if i == fail_on and (fail_flag is None or Path(fail_flag).exists()):
         raise RuntimeError(f"run {i} fails on purpose")
+    if i == exit_on:
+        raise SystemExit(3)  # a run that calls sys.exit(3)
     return {"square": i * i, "curve": [i, i + 1]}
 
 

@@ -24,10 +24,14 @@ FAKE = Path(__file__).resolve().parent / "fake_kinds.py"
 REPO = Path(__file__).resolve().parents[2]
 
 
-def slow_config(tmp_path: Path, n: int = 6, delay: float = 0.0, fail_on: int | None = None) -> Path:
-    """A grid of ``n`` runs of the slow fake kind; run ``fail_on`` raises while ``tmp_path/flag`` exists."""
+def slow_config(
+    tmp_path: Path, n: int = 6, delay: float = 0.0, fail_on: int | None = None, exit_on: int | None = None
+) -> Path:
+    """A grid of ``n`` runs of the slow fake kind; run ``fail_on`` raises while ``tmp_path/flag`` exists, run
+    ``exit_on`` calls ``sys.exit(3)``."""
     cfg = tmp_path / "slow.toml"
     extra = f'fail_on = {fail_on}\nfail_flag = "{tmp_path / "flag"}"\n' if fail_on is not None else ""
+    extra += f"exit_on = {exit_on}\n" if exit_on is not None else ""
     cfg.write_text(
         f'kind = "{FAKE}:slow"\n[fixed]\ndelay = {delay}\nmarkers = "{tmp_path / "markers"}"\n{extra}'
         f"[grid]\ni = {list(range(n))}\n"
@@ -164,6 +168,16 @@ def test_failed_runs_are_recorded_and_the_summary_uses_the_runs_that_exist(tmp_p
     assert (report.skipped, report.ran, report.failed) == (2, 2, [])
     assert calls(tmp_path) == {0: 1, 1: 1, 2: 2, 3: 2}
     assert results(out) == {0: 0, 1: 1, 2: 4, 3: 9} and not failed_file.exists()
+
+
+def test_a_run_that_calls_sys_exit_is_a_failed_run_and_the_grid_goes_on(tmp_path):
+    out, cfg = tmp_path / "out", slow_config(tmp_path, 4, exit_on=1)
+    report = run_grid(cfg, out, progress=False)
+    assert report.ran == 3 and len(report.failed) == 1 and report.failed[0].startswith("i-1-")
+    failed = json.loads(next((out / "runs").glob("i-1-*.failed.json")).read_text())
+    assert failed["error"] == "SystemExit: 3" and "Traceback" in failed["traceback"]
+    assert results(out) == {0: 0, 2: 4, 3: 9}
+    assert json.loads((out / "summary.json").read_text())["n_finished"] == 3
 
 
 def test_fail_fast_stops_at_the_first_failure(tmp_path):

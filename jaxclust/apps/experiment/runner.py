@@ -118,7 +118,7 @@ def execute(target: Any, params: dict) -> dict:
         if not isinstance(result, dict):
             raise TypeError(f"the run function returned {type(result).__name__}, expected a dict")
         result = json.loads(json.dumps(result, default=jsonable))
-    except Exception as exc:  # a failing run is recorded, the grid goes on
+    except (Exception, SystemExit) as exc:  # a failing run (sys.exit included) is recorded, the grid goes on
         return {
             "status": "failed",
             "error": f"{type(exc).__name__}: {exc}",
