@@ -26,6 +26,7 @@ every answer; the summary reports them at 20/60/100/200 questions, the area unde
 
     jaxclust experiment run experiments/configs/active_suite.toml --out results/grid/active_suite
     python experiments/active_suite.py --dataset wine --method explore_classes --n-queries 60
+    python experiments/active_suite.py --summarize results/grid/active_suite_* --out results/active_suite
 """
 
 from __future__ import annotations
@@ -299,6 +300,7 @@ def summarize(records: list[dict], out_dir) -> dict:
     (out_dir / "active_suite.json").write_text(json.dumps(summary, indent=1))
 
     figures = []
+    colours: dict[str, str] = {}
     for oracle in ORACLES:
         sets = sorted({d for (o, d, _m) in runs if o == oracle})
         if not sets:
@@ -315,13 +317,18 @@ def summarize(records: list[dict], out_dir) -> dict:
                 m = min(len(r["ari"]) for r in rs)
                 mean = np.mean([r["ari"][:m] for r in rs], axis=0)
                 ax.plot(
-                    np.arange(m), mean, label=method, lw=2 if method in ("explore_classes", "cobras") else 1
+                    np.arange(m),
+                    mean,
+                    label=method,
+                    color=colours.setdefault(method, f"C{len(colours)}"),  # one colour per method everywhere
+                    lw=2 if method in ("explore_classes", "cobras") else 1,
                 )
             ax.set_title(f"{d} ({oracle})", fontsize=9)
             ax.set_xlabel("questions")
             ax.set_ylabel("ARI")
             ax.set_ylim(-0.05, 1.02)
-        fig.axes[0].legend(fontsize=7)
+        handles = {h.get_label(): h for ax in fig.axes for h in ax.get_lines()}
+        fig.axes[0].legend(handles.values(), handles.keys(), fontsize=7)
         fig.tight_layout()
         path = out_dir / f"active_suite_{oracle}.png"
         fig.savefig(path, dpi=80)
@@ -330,8 +337,22 @@ def summarize(records: list[dict], out_dir) -> dict:
     return summary
 
 
+def summarize_folders(folders: list, out_dir) -> dict:
+    """:func:`summarize` over the finished runs of several grid folders (one per config of the suite)."""
+    records = []
+    for folder in folders:
+        for path in sorted(Path(folder, "runs").glob("*.json")):
+            if not path.name.endswith(".failed.json"):
+                records.append(json.loads(path.read_text()))
+    return summarize(records, out_dir)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--summarize", nargs="+", metavar="GRID_DIR", help="summarise these grid folders together"
+    )
+    ap.add_argument("--out", default="results/active_suite", help="where --summarize writes")
     ap.add_argument("--dataset", default="wine", choices=DATASETS)
     ap.add_argument("--method", default="explore_classes", choices=METHODS)
     ap.add_argument("--oracle", default="gold", choices=ORACLES)
@@ -339,6 +360,14 @@ def main(argv=None) -> None:
     ap.add_argument("--n-queries", type=int, default=60)
     ap.add_argument("--prior-scale", type=float, default=None)
     args = ap.parse_args(argv)
+    if args.summarize:
+        out = summarize_folders(args.summarize, args.out)
+        print(
+            json.dumps(
+                {"verdict": out["verdict"], "overall": out["overall"], "figures": out["figures"]}, indent=1
+            )
+        )
+        return
     r = run_one(
         args.dataset, args.method, args.seed, args.oracle, args.n_queries, prior_scale=args.prior_scale
     )
