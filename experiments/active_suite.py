@@ -27,6 +27,7 @@ every answer; the summary reports them at 20/60/100/200 questions, the area unde
     jaxclust experiment run experiments/configs/active_suite.toml --out results/grid/active_suite
     python experiments/active_suite.py --dataset wine --method explore_classes --n-queries 60
     python experiments/active_suite.py --summarize results/grid/active_suite_* --out results/active_suite
+    python experiments/active_suite.py --kmeans      # k-means with the true k on every set, no question
 """
 
 from __future__ import annotations
@@ -337,6 +338,19 @@ def summarize(records: list[dict], out_dir) -> dict:
     return summary
 
 
+def kmeans_reference(n_init: int = 10) -> dict:
+    """ARI of scikit-learn's k-means with the true number of classes on every set (no question asked): the
+    reference the DPMM's unsupervised start (ARI at 0 questions) is read against."""
+    from sklearn.cluster import KMeans
+
+    out = {}
+    for d in DATASETS:
+        X, y = load(d)
+        k = len(np.unique(y))
+        out[d] = {"k": k, "ari": _scores(y, KMeans(k, n_init=n_init, random_state=0).fit_predict(X))[0]}
+    return out
+
+
 def summarize_folders(folders: list, out_dir) -> dict:
     """:func:`summarize` over the finished runs of several grid folders (one per config of the suite)."""
     records = []
@@ -353,6 +367,7 @@ def main(argv=None) -> None:
         "--summarize", nargs="+", metavar="GRID_DIR", help="summarise these grid folders together"
     )
     ap.add_argument("--out", default="results/active_suite", help="where --summarize writes")
+    ap.add_argument("--kmeans", action="store_true", help="print k-means (true k) ARI on every set and stop")
     ap.add_argument("--dataset", default="wine", choices=DATASETS)
     ap.add_argument("--method", default="explore_classes", choices=METHODS)
     ap.add_argument("--oracle", default="gold", choices=ORACLES)
@@ -360,6 +375,9 @@ def main(argv=None) -> None:
     ap.add_argument("--n-queries", type=int, default=60)
     ap.add_argument("--prior-scale", type=float, default=None)
     args = ap.parse_args(argv)
+    if args.kmeans:
+        print(json.dumps(kmeans_reference(), indent=1))
+        return
     if args.summarize:
         out = summarize_folders(args.summarize, args.out)
         print(

@@ -231,11 +231,25 @@ def _read_npy(path: Path) -> Items:
 
 
 def _csv_rows(path: Path) -> tuple[list[str], list[list[str]]]:
+    """Header and non-empty rows of a UTF-8 CSV (see :func:`_csv_lines`)."""
+    header, body, _ = _csv_lines(path)
+    return header, body
+
+
+def _csv_lines(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
+    """``(header, non-empty rows, the file line each row starts on)`` of a UTF-8 CSV (a byte-order mark is
+    dropped); a folder, a repeated column name or a row of another width is an error naming the file."""
+    if path.is_dir():
+        raise InvalidInputError(f"data file {str(path)!r} is a folder, not a file")
     if not path.is_file():
         raise DatasetNotFoundError(f"data file {str(path)!r} not found")
+    rows, lines = [], []
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            for row in reader:
+                rows.append(row)
+                lines.append(reader.line_num)
     except UnicodeDecodeError as exc:
         raise InvalidInputError(
             f"{path}: is not UTF-8 text (byte {exc.start}); save the CSV as UTF-8"
@@ -244,11 +258,21 @@ def _csv_rows(path: Path) -> tuple[list[str], list[list[str]]]:
         raise InvalidInputError(f"{path}: is not a readable CSV file ({exc})") from exc
     if len(rows) < 3:
         raise InvalidInputError(f"{path}: needs a header row and at least 2 items, got {len(rows)} rows")
-    header, body = rows[0], [r for r in rows[1:] if r]
-    for k, r in enumerate(body):
+    header = rows[0]
+    seen: dict[str, int] = {}
+    for c, name in enumerate(header):
+        if name in seen:
+            raise InvalidInputError(
+                f"{path}: the header repeats the column name {name!r} (columns {seen[name] + 1} and {c + 1}); "
+                "give every column its own name"
+            )
+        seen[name] = c
+    keep = [k for k in range(1, len(rows)) if rows[k]]
+    body, at = [rows[k] for k in keep], [lines[k] for k in keep]
+    for r, line in zip(body, at, strict=True):
         if len(r) != len(header):
-            raise InvalidInputError(f"{path}: row {k + 2} has {len(r)} fields, the header has {len(header)}")
-    return header, body
+            raise InvalidInputError(f"{path}: line {line} has {len(r)} fields, the header has {len(header)}")
+    return header, body, at
 
 
 def _check_given(path: Path, header: list[str], spelled, **given) -> None:
@@ -287,7 +311,7 @@ def read_items_csv(
     ``context_column`` to the names error messages use (e.g. the command-line flags).
     """
     path = Path(path)
-    header, body = _csv_rows(path)
+    header, body, lines = _csv_lines(path)
 
     def numeric(col: int) -> bool:
         try:
@@ -316,9 +340,13 @@ def read_items_csv(
                 X[k, t] = float(r[c])
             except ValueError as exc:
                 raise InvalidInputError(
-                    f"{path}: row {k + 2}, column {header[c]!r}: {r[c]!r} is not a number (pass {flag} to "
+                    f"{path}: line {lines[k]}, column {header[c]!r}: {r[c]!r} is not a number (pass {flag} to "
                     f"cluster a column of texts, {shown} for columns shown with the items)"
                 ) from exc
+            if not np.isfinite(X[k, t]):
+                raise InvalidInputError(
+                    f"{path}: line {lines[k]}, column {header[c]!r}: {r[c]!r} is not a finite number"
+                )
     names = (
         [r[header.index(name_column)] for r in body]
         if name_column

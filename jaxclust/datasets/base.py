@@ -248,7 +248,7 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
         if not env:
             raise DatasetNotFoundError(
                 f"no data directory given: pass data_dir=... or set the environment variable {DATA_ENV} "
-                "to the folder holding the evaluation data sets (e.g. export JAXCLUST_DATA=/work/shared/data)"
+                "to the folder holding the evaluation data sets (e.g. export JAXCLUST_DATA=/path/to/data)"
             )
         root, how = Path(env).expanduser(), f"${DATA_ENV}"
     else:

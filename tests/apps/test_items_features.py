@@ -73,12 +73,37 @@ BAD = [
         "t.csv",
         b"id,body\nx,hello\ny,bye\n",
         {},
-        r"t.csv: row 2, column 'body': 'hello' is not a number .pass text_c",
+        r"t.csv: line 2, column 'body': 'hello' is not a number .pass text_c",
     ),
+    (
+        "t.csv",
+        b"x,x,y\n1,2,3\n4,5,6\n",
+        {},
+        r"t.csv: the header repeats the column name 'x' \(columns 1 and 2\)",
+    ),
+    ("t.csv", b"w,f1\na,1\n\nb,nan\n", {}, r"t.csv: line 4, column 'f1': 'nan' is not a finite number"),
+    ("t.csv", b"w,f1\na,1\nb,1e999\n", {}, r"t.csv: line 3, column 'f1': '1e999' is not a finite number"),
+    ("t.csv", b"w,f1\na,1\nb,2,3\n", {}, r"t.csv: line 3 has 3 fields, the header has 2"),
     ("e.npy", None, {}, r"e.npy: expected a 2-D array"),
     ("e.npy", b"not an array", {}, r"e.npy: is not a readable .npy array"),
     ("e.npy", None, {"name_column": "x"}, r"name_column: .*e.npy is a NumPy array, it has no columns"),
 ]
+
+
+def test_a_csv_with_a_byte_order_mark_names_its_first_column_as_written(tmp_path):
+    from jaxclust.apps.items import read_items
+
+    path = tmp_path / "bom.csv"
+    path.write_bytes("\ufeffname,f1,f2\na,1,2\nb,3,4\n".encode())
+    items = read_items(path, name_column="name")
+    assert items.names == ["a", "b"] and items.columns == ["f1", "f2"]
+
+
+def test_a_folder_given_as_the_data_file_is_named_as_a_folder(tmp_path):
+    folder = tmp_path / "data.csv"
+    folder.mkdir()
+    with pytest.raises(InvalidInputError, match=r"data file .*data.csv' is a folder, not a file"):
+        read_items(folder)
 
 
 @pytest.mark.parametrize(("name", "content", "kw", "message"), BAD, ids=[m[:40] for *_, m in BAD])
