@@ -206,6 +206,9 @@ class ActiveLearner:
         Pairs answered "don't know".
     stopped_ : bool
         True if the oracle ended the session early.
+    stop_detail_ : str or None
+        What the oracle said when it ended the session (its ``SessionStopped`` message, e.g. ``"end of
+        input"`` or ``"quit"``).
     stop_reason_ : str
         Why :meth:`run` returned: ``"done"`` (``n_queries`` answers), ``"stopped"`` (the oracle raised
         ``SessionStopped``), ``"confident"`` (see ``stop_entropy``), ``"exhausted"`` (no unknown pair left)

@@ -469,6 +469,7 @@ class Session:
         lrn, st = self.learner, self.state
         self.publish()
         lrn.stopped_ = False
+        lrn.stop_detail_ = None
         lrn.max_entropy_ = None
         round_, pos = self.start()
         pbar = None
@@ -523,8 +524,9 @@ class Session:
         except GeneratorExit:  # closed by the caller (e.g. to undo an answer): nothing more to do
             reason = "closed"
             raise
-        except SessionStopped:
+        except SessionStopped as exc:
             lrn.stopped_ = True
+            lrn.stop_detail_ = str(exc) or None
             reason = "stopped"
             # answers of the unfinished round are stored; refit so that the history reflects them (this fit is
             # not recorded: a resumed session continues from the last recorded one, as an uninterrupted would)

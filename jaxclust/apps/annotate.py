@@ -365,7 +365,8 @@ def run_annotate(
     )
     more = f"To ask more questions, run again with a larger {flag('n_queries', 'n_queries')}."
     if reason == "stopped":
-        lines = ["Session stopped.", stored, "Run the same command again to continue."]
+        why = f" ({learner.stop_detail_})" if getattr(learner, "stop_detail_", None) else ""
+        lines = [f"Session stopped{why}.", stored, "Run the same command again to continue."]
     elif reason == "confident":
         stop_flag = flag("stop_entropy", "stop_entropy")
         lines = [
@@ -376,6 +377,11 @@ def run_annotate(
         ]
     elif reason == "exhausted":
         lines = ['Nothing left to ask: every pair is known or answered "don\'t know".', stored]
+    elif n_queries == 0:
+        lines = [
+            f"Nothing asked ({flag('n_queries', 'n_queries')} 0): the clusters are the model's alone.",
+            stored,
+        ]
     elif summary["n_new"] == 0:
         target = _plural(n_queries, "question")
         lines = [

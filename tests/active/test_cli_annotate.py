@@ -179,12 +179,16 @@ def test_messages_count_in_the_singular_and_say_when_the_target_is_reached(workd
     assert "(resuming: 1 answer already stored)" in text
     assert "The target of 1 question was already reached in an earlier session: nothing to ask." in text
     assert "continue" not in text
+    # a target of 0 on a new store does not speak of an earlier session
+    summary, text = _session("items.csv", "new.jsonl", n_queries=0)
+    assert summary["n_answers"] == 0 and "earlier session" not in text
+    assert "Nothing asked (n_queries 0): the clusters are the model's alone." in text
 
 
 def test_a_stopped_session_says_how_to_continue_and_numbers_questions_across_sessions(workdir):
     summary, text = _session("items.csv", "s.sqlite", replies=["y", "n", "q"], n_queries=10)
     assert summary["stop_reason"] == "stopped" and summary["n_answers"] == 2
-    assert "Session stopped.\n2 answers stored in s.sqlite" in text
+    assert "Session stopped (quit).\n2 answers stored in s.sqlite" in text
     assert text.rstrip().endswith("Run the same command again to continue.")
     summary, text = _session("items.csv", "s.sqlite", replies=["d"], n_queries=10)
     assert (
