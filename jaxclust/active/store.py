@@ -423,6 +423,27 @@ class AnswerStore:
 
     # --- SQLite
     # -----------------------------------------------------------------------------------------------
+    def _identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the file the path names now (links followed), None when it is gone."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def _check_same_file(self, opened: tuple[int, int] | None) -> None:
+        """The file at the path must still be the one this session opened: never write where nobody reads."""
+        now = self._identity()
+        if opened is None or now == opened:
+            return
+        what = "deleted" if now is None else "replaced by another file"
+        raise StoreError(
+            f"answer store {self.path}: was {what} while this session had it open (another program moved, "
+            "replaced or removed it); nothing more is written, so that no answer goes to a file nobody reads. "
+            "The answers this session stored went to the file it opened; put that file back or start a new "
+            "session with the same command"
+        )
+
     def _sqlite_error(self, exc: sqlite3.Error, doing: str) -> StoreError:
         msg = str(exc)
         low = msg.lower()
@@ -455,6 +476,7 @@ class AnswerStore:
         writers); SQLite errors become named ``StoreError``s."""
         if self._conn is None:
             raise StoreError(f"answer store {self.path}: is closed")
+        self._check_same_file(getattr(self, "_opened", None))
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -499,6 +521,7 @@ class AnswerStore:
             self._conn = sqlite3.connect(
                 str(self.path), timeout=self._busy if self.shared else 0.0, isolation_level=None
             )
+            self._opened = self._identity()
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             # no table at all: a new database (another session may be creating it right now)
             if existed and tables and ("answers" not in tables or not tables <= _OUR_TABLES):
@@ -795,8 +818,9 @@ class AnswerStore:
             self._cache = None
 
     def _rewrite(self, data: bytes) -> None:
-        """Replace the store file by ``data`` atomically (temporary file, fsync, ``os.replace``, fsync dir)."""
-        p = self.path
+        """Replace the store file by ``data`` atomically (temporary file, fsync, ``os.replace``, fsync dir); a
+        store opened through a symbolic link is rewritten where the link points, the link kept."""
+        p = Path(os.path.realpath(self.path))
         tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
         try:
             mode = stat.S_IMODE(p.stat().st_mode)
@@ -821,6 +845,8 @@ class AnswerStore:
     def _append_line(self, obj: dict[str, Any]) -> None:
         if self._fd is None:
             raise StoreError(f"answer store {self.path}: is closed")
+        st = os.fstat(self._fd)
+        self._check_same_file((st.st_dev, st.st_ino))
         data = json.dumps(obj, sort_keys=True).encode() + b"\n"
         try:
             size = os.fstat(self._fd).st_size

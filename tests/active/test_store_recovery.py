@@ -346,3 +346,48 @@ def test_writers_killed_at_random_points_lose_and_repeat_nothing(tmp_path, suffi
         ]
         assert recs == want  # in order, none lost, none twice
     assert len(recs) > 25 and time.monotonic() - t0 < 60
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".sqlite"])
+@pytest.mark.parametrize("change", ["replaced", "deleted"])
+def test_a_store_replaced_or_deleted_under_a_session_stops_it_with_an_error_that_says_so(
+    tmp_path, suffix, change
+):
+    import os
+
+    from jaxclust.active import AnswerStore
+    from jaxclust.errors import StoreError
+
+    path = tmp_path / f"answers{suffix}"
+    with AnswerStore(path, meta={"n": 5}) as store:
+        store.append(0, 1, "must")
+        if change == "replaced":
+            other = tmp_path / f"other{suffix}"
+            with AnswerStore(other, meta={"n": 5}):
+                pass
+            os.replace(other, path)
+        else:
+            path.unlink()
+        with pytest.raises(
+            StoreError, match=rf"^answer store .*: was {change}.* while this session had it open"
+        ):
+            store.append(1, 2, "cannot")
+
+
+def test_a_store_opened_through_a_symlink_is_repaired_in_place_and_keeps_its_link(tmp_path):
+    import os
+
+    from jaxclust.active import AnswerStore
+
+    real = tmp_path / "real.jsonl"
+    with AnswerStore(real, meta={"n": 5}) as store:
+        store.append(0, 1, "must")
+    with open(real, "ab") as fh:
+        fh.write(b"{damaged\n")
+    link = tmp_path / "link.jsonl"
+    os.symlink(real, link)
+    with pytest.warns(Warning), AnswerStore(link, meta={"n": 5}) as store:
+        store.append(2, 3, "cannot")
+    assert link.is_symlink() and os.path.realpath(link) == str(real)
+    with AnswerStore(real, meta={"n": 5}) as store:
+        assert [(r["i"], r["j"]) for r in store.records] == [(0, 1), (2, 3)]
