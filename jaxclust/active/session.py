@@ -479,7 +479,7 @@ class Session:
             pbar = tqdm(
                 total=self.n_queries,
                 initial=min(st.asked, self.n_queries),
-                desc=f"queries ({lrn.strategy})",
+                desc=f"queries ({lrn.strategy}, seed {self.base_seed})",
                 unit="q",
                 leave=False,
             )
