@@ -33,6 +33,7 @@ from typing import Any, Literal
 import numpy as np
 
 from jaxclust.errors import ConstraintConflictError, ConstraintError, InvalidInputError
+from jaxclust.shapes import next_pow2
 from jaxclust.validation import check_labels
 
 __all__ = ["Constraints", "as_constraints"]
@@ -119,20 +120,6 @@ def _error_rate(value: Any, name: str, allow_zero: bool = True) -> float:
         low = "[0" if allow_zero else "(0"
         raise ConstraintError(f"{name}: expected a probability in {low}, 0.5], got {value!r}")
     return eps
-
-
-def next_pow2(x: int) -> int:
-    """The smallest power of two >= ``x`` (1 for ``x <= 1``): the capacity of padded partner tables.
-
-    Public within the package (``jaxclust.active`` and ``jaxclust.dpmm`` size their tables with it); not part of
-    ``__all__``.
-    """
-    return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
-
-
-# The old private name, still imported by jaxclust.dpmm.gibbs (left alone while the DPMM sampler is being
-# reworked on another branch); that import moves to ``next_pow2`` and this alias goes when it lands.
-_next_pow2 = next_pow2
 
 
 class Constraints:

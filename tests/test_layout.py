@@ -47,9 +47,6 @@ OLD_KMEANS_ALL = (
 
 # Private names still imported from another module, each with its reason. Nothing else may be added here.
 PRIVATE_IMPORTS_ALLOWED = {
-    ("jaxclust.dpmm.gibbs", "jaxclust.constraints", "_next_pow2"): (
-        "jaxclust.dpmm is being reworked on another branch; its import moves to the public next_pow2 then"
-    ),
     ("jaxclust.dpmm.numpyro_kernel", "jaxclust.dpmm.model", "_check_alpha_prior"): (
         "jaxclust.dpmm is being reworked on another branch; the check moves to a shared dpmm module then"
     ),

@@ -29,8 +29,9 @@ import numpy as np
 from jax import lax
 from jax.scipy.special import entr
 
-from jaxclust.constraints import as_constraints, next_pow2
+from jaxclust.constraints import as_constraints
 from jaxclust.errors import InvalidInputError
+from jaxclust.shapes import next_pow2
 from jaxclust.validation import check_array, check_index, check_int
 
 __all__ = ["coclustering", "link_entropy", "agreeing_samples", "top_entropy_pairs", "binary_entropy"]

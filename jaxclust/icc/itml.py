@@ -35,6 +35,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from jaxclust.errors import InvalidInputError, NotFittedError
+from jaxclust.shapes import next_pow2
 
 __all__ = [
     "ITML",
@@ -255,7 +256,7 @@ def _bucket(m: int, scheme: str = "fine") -> int:
     if m <= 16:
         return 16
     if scheme == "pow2":
-        return 1 << int(m - 1).bit_length()
+        return next_pow2(m)
     step = 1 << (int(m - 1).bit_length() - 3)
     return -(-m // step) * step
 

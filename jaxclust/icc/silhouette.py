@@ -27,6 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxclust.shapes import next_pow2
+
 __all__ = ["silh_const", "silh_const_parts", "silh_const_scores", "silh_const_weights"]
 
 
@@ -136,4 +138,4 @@ def silh_const_weights(scores) -> np.ndarray:
 
 def _bucket(k: int) -> int:
     # capacities rounded up to a power of two (min 8) so repeated calls reuse one compile
-    return max(8, 1 << int(k - 1).bit_length())
+    return next_pow2(k, 8)

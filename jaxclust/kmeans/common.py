@@ -24,6 +24,7 @@ from jax import lax
 from sklearn.utils.validation import validate_data
 
 from jaxclust.errors import InvalidInputError, InvalidInputTypeError, NumericalError
+from jaxclust.shapes import next_pow2
 from jaxclust.validation import check_array
 
 __all__ = [
@@ -162,7 +163,7 @@ def bucket_rows(X: np.ndarray) -> np.ndarray:
     n = X.shape[0]
     if n > _BUCKET_MAX:
         return X
-    m = max(16, 1 << (n - 1).bit_length())
+    m = next_pow2(n, 16)
     return np.concatenate([X, np.zeros((m - n,) + X.shape[1:], X.dtype)]) if m > n else X
 
 

@@ -39,6 +39,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from jaxclust.errors import InfeasibleConstraintsError
 from jaxclust.kmeans import common
 from jaxclust.kmeans.lloyd_kmeans import assign, kmeans_plusplus
+from jaxclust.shapes import next_pow2
 from jaxclust.validation import check_fitted, check_float, check_int, prng_key
 
 __all__ = ["COPResult", "cop_kmeans", "PCKResult", "pck_kmeans", "COPKMeans", "PCKMeans"]
@@ -284,10 +285,6 @@ def _pck_restarts(key, X, points, ml, cl, w, w_bar, n_clusters, n_init, max_iter
     return jax.vmap(one)(jax.random.split(key, n_init))
 
 
-def _pow2(x: int) -> int:
-    return 1 << max(0, int(x - 1).bit_length())
-
-
 def pack_point_constraints(constraints, n: int, capacity: int = 1):
     """Item-level partner tables for :func:`pck_kmeans` (host NumPy).
 
@@ -310,17 +307,17 @@ def pack_point_constraints(constraints, n: int, capacity: int = 1):
     pos = np.full(n, -1, np.int64)
     pos[pts] = np.arange(len(pts))
     capacity = max(int(capacity), 8)  # small floor: tiny constraint sets share one compilation
-    m = _pow2(max(len(pts), capacity, 32))
+    m = next_pow2(max(len(pts), capacity, 32))
 
     def table(pairs):
         if len(pairs) == 0:
-            return np.full((m, _pow2(capacity)), -1, np.int32)
+            return np.full((m, next_pow2(capacity)), -1, np.int32)
         src = np.concatenate([pairs[:, 0], pairs[:, 1]])
         dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
         order = np.lexsort((dst, pos[src]))
         src, dst = pos[src][order], dst[order]
         slot = np.arange(len(src)) - np.searchsorted(src, src, side="left")
-        out = np.full((m, _pow2(max(int(slot.max()) + 1, capacity))), -1, np.int32)
+        out = np.full((m, next_pow2(max(int(slot.max()) + 1, capacity))), -1, np.int32)
         out[src, slot] = dst
         return out
 
@@ -432,7 +429,7 @@ class COPKMeans(_ConstrainedBase):
         X, Xc, mean, tol, c, p = self._prepare(X, constraints)
         # Rows padded to n and capacity to a power of two (>= 8): refits with other constraint sets reuse the
         # compile.
-        partners = c.cannot_partners(capacity=_pow2(max(c.max_degree, 8)), n_rows=X.shape[0])
+        partners = c.cannot_partners(capacity=next_pow2(max(c.max_degree, 8)), n_rows=X.shape[0])
         with common.x64_for(X):
             runs = _cop_restarts(
                 prng_key(self.random_state),

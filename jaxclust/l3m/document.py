@@ -23,14 +23,9 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxclust.errors import InvalidInputError
+from jaxclust.shapes import next_pow2
 
-__all__ = ["Document", "DocBatch", "pad_batch", "window_from_full", "next_pow2", "antecedent_index"]
-
-
-def next_pow2(x: int, minimum: int = 1) -> int:
-    """Smallest power of two ``>= max(x, minimum)``."""
-    x = max(int(x), int(minimum), 1)
-    return 1 << (x - 1).bit_length()
+__all__ = ["Document", "DocBatch", "pad_batch", "window_from_full", "antecedent_index"]
 
 
 def antecedent_index(m: int, n_ante: int) -> tuple[np.ndarray, np.ndarray]:
