@@ -380,6 +380,8 @@ CORPUS = [
     B(lambda: ConstrainedAgglomerative(2).fit(X, SOFT12), ConstraintError, r"^constraints: ConstrainedAgglomerative.fit takes hard constraints only", "soft-agglomerative"),
     B(lambda: ITML().fit(X, SOFT12), ConstraintError, r"^constraints: ITML.fit takes hard constraints only", "soft-itml"),
     B(lambda: L3M(n_epochs=1).fit([DOC], [[0, 0, 1]]).predict(DOC, constraints=Constraints.from_answers(3, [(0, 1, "must", 0.2)])), ConstraintError, r"^constraints: L3M, document 0 takes hard constraints only", "soft-l3m-predict"),
+    B(lambda: ConstrainedAgglomerative(2).predict(X), InvalidInputError, r"^ConstrainedAgglomerative has no predict: agglomerative clustering labels only the items it was fitted on", "agg-no-predict"),
+    B(lambda: DPMM().predict(X), NotFittedError, r"^DPMM.predict_proba: call fit before predict_proba", "dp-predict-unfitted"),
     B(lambda: Constraints(4, cannot_link=[(2, 3)]).colouring(n_rows=1), InvalidInputError, r"^n_rows: expected at least the 4 groups, got 1", "c-colouring-rows"),
     B(lambda: NormalGamma(mean="a"), InvalidInputError, r"^prior.mean: expected a number or an array of numbers, got 'a'", "dp-prior-mean-str"),
     B(lambda: JP.v_measure(np.array([0.0, 1.0]), np.array([0, 1]), 2), InvalidInputError, r"^labels_true: expected a 1-D array of integer labels", "m-jax-float-labels"),

@@ -473,6 +473,9 @@ class DPMM(ClusterMixin, BaseEstimator):
         self.capacity_ = int(res.capacity)
         self.n_overflow_redos_ = int(res.n_overflow_redos)
         self.n_features_in_ = np.asarray(X).shape[1]
+        self._X = (
+            X  # a reference (no copy): the collapsed predictive of new points needs the components' items
+        )
         diag = chain_diagnostics(
             {"log_joint": res.log_joint, "n_components": res.n_components, "alpha": res.alpha}
         )
@@ -494,6 +497,38 @@ class DPMM(ClusterMixin, BaseEstimator):
         if self._coclustering is None:
             self._coclustering = coclustering(self.samples_)
         return self._coclustering
+
+    def predict_proba(self, X) -> np.ndarray:
+        """(m, K + 1): the probability that each row of ``X`` (m, D) joins each of the K clusters of
+        ``labels_`` or, in the last column, a new cluster: the posterior predictive assignment of one more
+        item, averaged over the retained samples (:mod:`jaxclust.dpmm.predictive`). Rows sum to 1. The
+        training data's constraints do not apply to new points."""
+        import warnings
+
+        from jaxclust.dpmm.predictive import assignment_probabilities
+
+        if "samples_" not in vars(self):
+            raise NotFittedError("DPMM.predict_proba: call fit before predict_proba")
+        X = check_array(X, name="X", min_rows=1)
+        if X.shape[1] != self.n_features_in_:
+            raise InvalidInputError(
+                f"X has {X.shape[1]} features, but DPMM was fitted with {self.n_features_in_}"
+            )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JaxclustWarning)  # constant columns were reported by fit
+            prep = prepare_data(self._X, self.prior)
+        X_new = X[:, prep.columns]
+        if self.prior is None or self.prior.centred:
+            shift, scale = _location_scale(self._X[:, prep.columns])
+            X_new = (X_new - shift) / scale
+        return assignment_probabilities(
+            prep.family, prep.X, X_new, self.samples_, self.alpha_samples_, self.labels_
+        )
+
+    def predict(self, X) -> np.ndarray:
+        """(m,) the cluster of ``labels_`` each row of ``X`` most probably joins (``predict_proba`` without its
+        new-cluster column)."""
+        return np.argmax(self.predict_proba(X)[:, :-1], axis=1)
 
     def fit_predict(self, X, constraints=None, init_labels=None, n_burnin=None):
         """``fit`` and return ``labels_``."""

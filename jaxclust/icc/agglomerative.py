@@ -515,6 +515,15 @@ class ConstrainedAgglomerative(ClusterMixin, BaseEstimator):
         """``fit(X, constraints)`` then return ``labels_``."""
         return self.fit(X, constraints).labels_
 
+    def predict(self, X):
+        """Not available: a merge tree clusters the items it was built on and has no rule for new ones (as
+        scikit-learn's ``AgglomerativeClustering``); raises ``InvalidInputError`` saying so."""
+        raise InvalidInputError(
+            "ConstrainedAgglomerative has no predict: agglomerative clustering labels only the items it was "
+            "fitted on (use fit_predict or labels_; to label new points, fit a classifier on labels_, as "
+            "jaxclust.icc.cluster_and_label does)"
+        )
+
     def _check_fitted(self):
         if not hasattr(self, "labels_"):
             raise NotFittedError("ConstrainedAgglomerative: call fit first")
