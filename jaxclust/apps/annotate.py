@@ -136,6 +136,7 @@ def check_annotate_options(
     context_column: str | None = None,
     annotator: Any = None,
     shared: bool = False,
+    ignore_columns: Any = (),
 ) -> None:
     """Check every option of an annotate session before anything is read or created.
 
@@ -172,7 +173,7 @@ def check_annotate_options(
     data, store = Path(data), Path(store)
     if not data.is_file():
         raise DatasetNotFoundError(f"data file {str(data)!r} not found")
-    check_columns_apply(data, text_column, name_column, context_column, spelled)
+    check_columns_apply(data, text_column, name_column, context_column, spelled, tuple(ignore_columns or ()))
     if _same_file(store, data):
         raise InvalidInputError(
             f"{name('store', 'store')}: {store} is the data file; pass another path for the answers"
@@ -219,6 +220,7 @@ def run_annotate(
     annotator: str | None = None,
     shared: bool = False,
     featurizer: Any = None,
+    ignore_columns: Any = (),
 ) -> dict[str, Any]:
     """Run (or resume) an interactive session; returns a summary dict.
 
@@ -234,8 +236,10 @@ def run_annotate(
         Total questions for the session, stored answers included (shared store: everybody's answers).
     name_column, context_column, text_column : str, optional
         CSV columns (JSON-lines fields): the items' names, a line shown under each name, the texts.
+    ignore_columns : sequence of str
+        CSV columns that are neither features nor shown (a gold label, a comment).
     strategy, batch_size, random_state :
-        Passed to :class:`~jaxclust.active.ActiveLearner`; default ``"batch"`` with 5 questions per refit.
+        Passed to :class:`~jaxclust.active.ActiveLearner`; default ``"explore"`` with one question per refit.
     labels_out : path, optional
         Writes ``name,cluster`` (``name,cluster,text`` for texts) for the final clustering.
     model : estimator, optional
@@ -277,9 +281,10 @@ def run_annotate(
         context_column=context_column,
         annotator=annotator,
         shared=shared,
+        ignore_columns=ignore_columns,
     )
     out = output if output is not None else sys.stdout
-    items = read_items(data, text_column, name_column, context_column, spelled)
+    items = read_items(data, text_column, name_column, context_column, spelled, tuple(ignore_columns or ()))
     if model is None:
         model = default_model(random_state)
 

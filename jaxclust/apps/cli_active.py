@@ -26,6 +26,7 @@ ANNOTATE_FLAGS = {
     "store": "--store",
     "name_column": "--name-column",
     "context_column": "--context-column",
+    "ignore_columns": "--ignore-column",
     "text_column": "--text-column",
     "annotator": "--annotator",
     "shared": "--shared",
@@ -41,7 +42,9 @@ def demo(
     quick: bool = typer.Option(
         False, "--quick", help="Small sampler, 2 seeds each, 30 questions (about 25 s)."
     ),
-    out: Path = typer.Option(Path("jaxclust_demo"), "--out", help="Folder for demo.json and demo.png."),
+    out: Path = typer.Option(
+        Path("jaxclust_demo"), "--out", help="Folder for demo.json and demo.png (demo_quick.* with --quick)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
     n_queries: int = typer.Option(None, "--n-queries", help="Override the number of questions (>= 1)."),
 ) -> None:
@@ -83,6 +86,11 @@ def annotate(
         None, "--name-column", help="Column naming the items (default: first non-numeric column)."
     ),
     context_column: str = typer.Option(None, "--context-column", help="Column shown as context."),
+    ignore_column: list[str] = typer.Option(
+        None,
+        "--ignore-column",
+        help="A CSV column that is neither a feature nor shown (a gold label, a comment); repeat for several.",
+    ),
     text_column: str = typer.Option(
         None,
         "--text-column",
@@ -144,6 +152,7 @@ def annotate(
             context_column=context_column,
             annotator=annotator,
             shared=shared,
+            ignore_columns=ignore_column or (),
         )
     except JaxclustError as exc:
         fail(str(exc))
@@ -159,6 +168,7 @@ def annotate(
                 n_queries=n_queries,
                 name_column=name_column,
                 context_column=context_column,
+                ignore_columns=ignore_column or (),
                 strategy=strategy,
                 batch_size=batch_size,
                 labels_out=labels_out,

@@ -292,7 +292,8 @@ def run_demo(
         burn-in, 10 samples 2 apart). Otherwise 3 seeds of each, 100 questions, and ``DPMM()``'s defaults
         (the collapsed sampler at this size: 5 chains, 100 burn-in, 20 samples 5 apart, the paper's settings).
     out_dir : path
-        Where ``demo.json`` and ``demo.png`` go (created).
+        Where ``demo.json`` and ``demo.png`` go (created); ``demo_quick.json`` and ``demo_quick.png`` with
+        ``quick``, so a quick run never writes over a full one.
     random_state : int
         Seed of the first repeat; repeat r uses ``random_state + r`` for the model's fits (both strategies) and
         ``random_state + 1000 + r`` for the random strategy's pairs.
@@ -360,12 +361,13 @@ def run_demo(
         "command": f"jaxclust demo{' --quick' if quick else ''}",
     }
     result = {"meta": meta, "runs": runs, "summary": summary}
-    (out / "demo.json").write_text(json.dumps(result, indent=1, default=_jsonable))
+    stem = "demo_quick" if quick else "demo"  # a quick run never writes over the full run's files
+    (out / f"{stem}.json").write_text(json.dumps(result, indent=1, default=_jsonable))
     plot_curves(
         runs,
         metrics=("v_beta", "homogeneity", "completeness"),
         title=f"wine: active vs random constraint selection, constrained DPMM ({repeats} seeds each)",
-    ).savefig(out / "demo.png", dpi=110)
+    ).savefig(out / f"{stem}.png", dpi=110)
     echo(format_table(runs, "v_beta", grid=grid[:: max(1, len(grid) // 10)]))
     reach = summary["active_reaches_random_final_at"]
     verdict = (
@@ -376,7 +378,7 @@ def run_demo(
     if ahead[-1] <= 0:
         verdict = "on this run active selection did NOT beat random: " + verdict
     echo(verdict)
-    echo(f"wrote {out / 'demo.json'} and {out / 'demo.png'} ({meta['seconds']:.0f} s)")
+    echo(f"wrote {out / (stem + '.json')} and {out / (stem + '.png')} ({meta['seconds']:.0f} s)")
     return result
 
 

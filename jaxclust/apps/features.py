@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from jaxclust.apps.items import Items
-from jaxclust.errors import NotFittedError, StoreError, StoreMismatchError
+from jaxclust.errors import InvalidInputError, NotFittedError, StoreError, StoreMismatchError
 
 __all__ = ["session_features", "compute_features", "standardise", "features_path"]
 
@@ -96,11 +96,18 @@ def compute_features(items: Items, featurizer=None) -> np.ndarray:
     if items.kind == "numbers":
         from jaxclust.validation import check_array
 
-        return standardise(check_array(items.X, name=items.label, min_rows=2))
-    from jaxclust.text.featurize import TextFeaturizer
+        X = standardise(check_array(items.X, name=items.label, min_rows=2))
+    else:
+        from jaxclust.text.featurize import TextFeaturizer
 
-    model = featurizer if featurizer is not None else TextFeaturizer()
-    return np.asarray(model.fit_transform(items.texts), dtype=np.float64)
+        model = featurizer if featurizer is not None else TextFeaturizer()
+        X = np.asarray(model.fit_transform(items.texts), dtype=np.float64)
+    if len(X) and np.all(X == X[:1]):
+        what = "texts" if items.kind == "texts" else "rows"
+        raise InvalidInputError(
+            f"{items.label}: all {len(X)} {what} give the same features (identical items); there is nothing to cluster"
+        )
+    return X
 
 
 def session_features(items: Items, store, featurizer=None, computed: np.ndarray | None = None) -> np.ndarray:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,7 +78,8 @@ class Items:
 
 
 def file_kind(path: str | Path) -> str:
-    """``"txt"``, ``"jsonl"``, ``"npy"`` or ``"csv"``, by the file suffix."""
+    """``"txt"``, ``"jsonl"``, ``"npy"`` or ``"csv"``, by the file suffix; any other suffix (a ``.tsv``, a
+    ``.py``, none) raises ``InvalidInputError`` naming the file and the formats read."""
     suffix = Path(path).suffix.lower()
     if suffix == ".txt":
         return "txt"
@@ -85,7 +87,14 @@ def file_kind(path: str | Path) -> str:
         return "jsonl"
     if suffix == ".npy":
         return "npy"
-    return "csv"
+    if suffix == ".csv":
+        return "csv"
+    what = f"a {suffix} file" if suffix else "a file without a suffix"
+    raise InvalidInputError(
+        f"{path}: {what} is not read; items come from .csv (comma-separated, a header row), .txt (one text per "
+        "line), .jsonl / .ndjson (one JSON object per line) or .npy (a 2-D array)"
+        + ("; save a tab-separated file as .csv" if suffix == ".tsv" else "")
+    )
 
 
 def check_columns_apply(
@@ -94,6 +103,7 @@ def check_columns_apply(
     name_column: str | None = None,
     context_column: str | None = None,
     spelled: dict[str, str] | None = None,
+    ignore_columns: Sequence[str] = (),
 ) -> None:
     """``InvalidInputError`` when a column option does not apply to the file's kind (reads nothing)."""
     kind = file_kind(path)
@@ -104,9 +114,14 @@ def check_columns_apply(
             ("text_column", text_column),
             ("name_column", name_column),
             ("context_column", context_column),
+            ("ignore_columns", list(ignore_columns) or None),
         )
         if v is not None
     ]
+    if kind == "jsonl" and ignore_columns:
+        raise InvalidInputError(
+            f"{name('ignore_columns', 'ignore_columns')}: {path} is JSON lines; only the text field is read"
+        )
     if kind == "txt" and given:
         raise InvalidInputError(
             f"{name(given[0][0], given[0][0])}: {path} is a text file with one text per line, it has no columns"
@@ -136,15 +151,17 @@ def read_items(
     name_column: str | None = None,
     context_column: str | None = None,
     spelled: dict[str, str] | None = None,
+    ignore_columns: Sequence[str] = (),
 ) -> Items:
     """Read the items of a session from ``path`` (see the module docstring for the formats).
 
+    ``ignore_columns``: CSV columns that are neither features nor shown (a label, a comment).
     ``spelled`` maps the parameter names to the names error messages use (e.g. the command-line flags).
     Every problem is an ``InvalidInputError`` (or ``DatasetNotFoundError``) naming the file and the line, row
     or column.
     """
     path = Path(path)
-    check_columns_apply(path, text_column, name_column, context_column, spelled)
+    check_columns_apply(path, text_column, name_column, context_column, spelled, ignore_columns)
     kind = file_kind(path)
     if kind == "txt":
         items = _read_txt(path)
@@ -155,7 +172,9 @@ def read_items(
     elif text_column is not None:
         items = _read_text_csv(path, text_column, name_column, context_column, spelled)
     else:
-        X, names, contexts, columns = read_items_csv(path, name_column, context_column, spelled)
+        X, names, contexts, columns = read_items_csv(
+            path, name_column, context_column, spelled, ignore_columns
+        )
         items = Items("numbers", names, contexts=contexts, X=X, columns=columns)
     items.source = path
     return items
@@ -303,6 +322,7 @@ def read_items_csv(
     name_column: str | None = None,
     context_column: str | None = None,
     spelled: dict[str, str] | None = None,
+    ignore_columns: Sequence[str] = (),
 ) -> tuple[np.ndarray, list[str], list[str] | None, list[str]]:
     """Read ``(X, names, contexts, feature_columns)`` from a CSV of numbers with a header row.
 
@@ -321,9 +341,15 @@ def read_items_csv(
         return True
 
     _check_given(path, header, spelled, name_column=name_column, context_column=context_column)
+    for col in ignore_columns:
+        _check_given(path, header, spelled, ignore_columns=col)
+    ignored = set(ignore_columns)
     if name_column is None:
-        name_column = next((h for c, h in enumerate(header) if h != context_column and not numeric(c)), None)
-    skip = {name_column, context_column}
+        name_column = next(
+            (h for c, h in enumerate(header) if h != context_column and h not in ignored and not numeric(c)),
+            None,
+        )
+    skip = {name_column, context_column} | ignored
     feats = [c for c, h in enumerate(header) if h not in skip]
     spell = (spelled or {}).get
     flag = spell("text_column", "text_column")

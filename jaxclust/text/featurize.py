@@ -134,7 +134,10 @@ class TextFeaturizer(TransformerMixin, BaseEstimator):
         self.svd_ = TruncatedSVD(
             self.n_components_, algorithm="randomized", n_iter=7, random_state=self.random_state
         )
-        Z = self.svd_.fit_transform(tfidf)
+        with np.errstate(
+            divide="ignore", invalid="ignore"
+        ):  # identical texts: the unused variance ratio is 0/0
+            Z = self.svd_.fit_transform(tfidf)
         self.scaler_ = StandardScaler()
         return self.scaler_.fit_transform(Z)
 

@@ -145,8 +145,9 @@ def test_demo_quick_runs_through_the_cli(tmp_path):
     app.command()(annotate)
     result = CliRunner().invoke(app, ["demo", "--quick", "--out", str(tmp_path), "--n-queries", "10"])
     assert result.exit_code == 0, result.output
-    res = json.loads((tmp_path / "demo.json").read_text())
-    assert (tmp_path / "demo.png").stat().st_size > 1000
+    res = json.loads((tmp_path / "demo_quick.json").read_text())
+    assert (tmp_path / "demo_quick.png").stat().st_size > 1000
+    assert not (tmp_path / "demo.json").exists()  # a quick run leaves the full run's files alone
     _, y = load_wine_standardised()
     assert {r["strategy"] for r in res["runs"]} == {"explore", "random"}
     for run in res["runs"]:

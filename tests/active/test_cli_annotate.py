@@ -93,6 +93,8 @@ BAD = [
     ),
     (["annotate", "items.csv", "--labels-out", "folder"], "--labels-out: folder is a folder"),
     (["annotate", "items.csv", "--name-column", "nope"], "--name-column: no column 'nope'"),
+    (["annotate", "items.csv", "--ignore-column", "nope"], "--ignore-column: no column 'nope'"),
+    (["annotate", "notes.jsonl", "--ignore-column", "x"], "--ignore-column: notes.jsonl is JSON lines"),
     (["annotate", "bad.csv"], "bad.csv: line 3, column 'f2': 'oops' is not a number"),
     (["annotate", "latin1.csv"], "latin1.csv: is not UTF-8 text"),
 ]

@@ -42,6 +42,8 @@ def workdir(tmp_path, monkeypatch):
     )
     np.save(tmp_path / "emb.npy", rng.normal(size=(15, 4)) + 3 * y[:, None])
     (tmp_path / "punct.txt").write_text("!!\n? ?\n...\n")
+    (tmp_path / "items.tsv").write_text("id\tf1\na\t1\nb\t2\n")
+    (tmp_path / "script.py").write_text("print('hello')\n")
     monkeypatch.chdir(tmp_path)
     # the command's model, swapped for the stand-in (no compilation)
     monkeypatch.setattr("jaxclust.dpmm.DPMM", lambda **kw: StandInSampler(random_state=kw["random_state"]))
@@ -130,7 +132,9 @@ BAD = [
         "--shared: answer store s.jsonl is JSON lines, which take one",
     ),
     (["texts.txt", "--annotator", " x"], "--annotator: expected a name of 1 to 100 printable characters"),
-    (["texts.csv"], "texts.csv: row 2, column 'body': "),
+    (["texts.csv"], "texts.csv: line 2, column 'body': "),
+    (["items.tsv"], "items.tsv: a .tsv file is not read; items come from .csv"),
+    (["script.py"], "script.py: a .py file is not read"),
     (["punct.txt"], "texts: no words found in 3 texts"),
 ]
 

@@ -6,6 +6,7 @@ texts, recomputed only when they come out the same.
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -230,3 +231,28 @@ class _Shifted:
         from jaxclust.text import TextFeaturizer
 
         return TextFeaturizer().fit_transform(texts) + 1e-9
+
+
+@pytest.mark.parametrize("name", ["same.txt", "const.npy"])
+def test_identical_items_name_the_file_and_create_no_store(tmp_path, name):
+    from jaxclust.apps.features import compute_features
+
+    path = tmp_path / name
+    if name.endswith(".txt"):
+        path.write_text("same text\nsame text\nsame text\n")
+    else:
+        np.save(path, np.ones((5, 3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no NumPy warning before the error
+        with pytest.raises(InvalidInputError, match=rf"{name}: all \d+ (texts|rows) give the same features"):
+            compute_features(read_items(path))
+
+
+def test_ignored_columns_are_neither_features_nor_names(tmp_path):
+    path = tmp_path / "lab.csv"
+    path.write_text("word,gold,f1,f2,note\na,x,0.1,0.2,hi\nb,x,0.2,0.1,yo\nc,y,5.0,5.1,no\n")
+    items = read_items(path, ignore_columns=("gold", "note"))
+    assert items.columns == ["f1", "f2"] and items.names == ["a", "b", "c"] and items.X.shape == (3, 2)
+    # without it the second text column is read as a feature
+    with pytest.raises(InvalidInputError, match=r"line 2, column 'gold': 'x' is not a number"):
+        read_items(path)
