@@ -130,7 +130,7 @@ def test_read_items_csv_detects_name_column_and_names_bad_cells(tmp_path):
     np.testing.assert_array_equal(X, [[1, 2], [3, 4], [5, 6]])
     assert names == ["a", "b", "c"] and ctx == ["x", "y", "z"] and feats == ["f1", "f2"]
     path.write_text("name,f1,f2\na,1,2\nb,3,oops\nc,5,6\n")
-    with pytest.raises(InvalidInputError, match="row 3, column 'f2'"):
+    with pytest.raises(InvalidInputError, match="line 3, column 'f2'"):
         read_items_csv(path, name_column="name")
     with pytest.raises(InvalidInputError, match="name_column"):
         read_items_csv(path, name_column="word")

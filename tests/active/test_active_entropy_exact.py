@@ -56,7 +56,7 @@ def _weights(rng, kind):
 
 
 def _fast(z, k, cons=None, w=None, exclude=(), route=None, method=None):
-    zz, kk, excl, block, ww = E._validate(z, k, cons, w, exclude, None)
+    zz, kk, cons, excl, block, ww = E._validate(z, k, cons, w, exclude, None)
     return E._checked(E._select(zz, kk, cons, ww, excl, block, route=route, method=method), cons)
 
 
