@@ -89,6 +89,7 @@ def annotate(
     ignore_column: list[str] = typer.Option(
         None,
         "--ignore-column",
+        metavar="NAME",
         help="A CSV column that is neither a feature nor shown (a gold label, a comment); repeat for several.",
     ),
     text_column: str = typer.Option(
