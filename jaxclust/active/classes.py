@@ -85,8 +85,9 @@ def component_statistics(X: np.ndarray, z: np.ndarray, K: int, use: np.ndarray |
     return cnt, mean, var
 
 
-def natural_components(X: np.ndarray, z: np.ndarray, K: int, items: np.ndarray, stats) -> np.ndarray:
-    """For each of ``items`` (m,), the component of ``z`` it would join alone (see the module docstring)."""
+def natural_components(X: np.ndarray, items: np.ndarray, stats) -> np.ndarray:
+    """For each of ``items`` (m,), the component it would join alone, given the components' ``stats`` from
+    :func:`component_statistics` (see the module docstring)."""
     cnt, mean, var = stats
     if len(items) == 0:
         return np.zeros(0, np.int64)
@@ -173,7 +174,7 @@ def class_map(X: np.ndarray, z, constraints: Constraints | None) -> ClassMap:
     if len(items):
         use = np.ones(len(comp), bool)
         use[items] = False
-        nat[items] = natural_components(X, comp, K, items, component_statistics(X, comp, K, use))
+        nat[items] = natural_components(X, items, component_statistics(X, comp, K, use))
     sizes = constraints.group_sizes
     grouped = sizes[constraints.group_of] >= 2
     big = np.flatnonzero(sizes >= 2)
@@ -273,8 +274,8 @@ def component_questions(
        within-component spread), at most one question per pair of classes.
     2. *Is a component one class?* Each component of at least ``min_split`` items, largest first, is split in
        two by a deterministic 2-means, and the representatives of the halves are asked about, unless an
-       answer already links the halves (a must-link across them; a cannot-link would have split the
-       component).
+       answer already links the halves (one must-link group with members in both, or a soft "same" answer
+       across them; a cannot-link would have split the component).
 
     Empty when every belief has been tested: the caller falls back to link entropy.
     """
@@ -310,11 +311,11 @@ def component_questions(
                 asked.add(key)
                 if len(out) == k:
                     return out
-    linked = []  # pairs an answer says are together: they test a split
-    if constraints is not None:
-        linked = list(constraints.must_link) + [
-            (i, j) for i, j, kind, _ in constraints.answers if kind == "must"
-        ]
+    # what answers say is together tests a split: a must-link group (transitively) or a soft "same" answer
+    group = np.arange(len(comp)) if constraints is None else np.asarray(constraints.group_of)
+    soft_same = (
+        [] if constraints is None else [(i, j) for i, j, kind, _ in constraints.answers if kind == "must"]
+    )
     for c in np.argsort(-cnt, kind="stable"):
         idx = members[c]
         if len(idx) < min_split:
@@ -323,9 +324,11 @@ def component_questions(
         half[idx] = _two_means(X[idx] / np.sqrt(var[c]))
         if half[idx].min() == half[idx].max():
             continue
-        if any(comp[i] == c == comp[j] and half[i] != half[j] for i, j in linked):
-            continue
         sides = [idx[half[idx] == h] for h in (0, 1)]
+        if set(group[sides[0]]) & set(group[sides[1]]) or any(
+            comp[i] == c == comp[j] and half[i] != half[j] for i, j in soft_same
+        ):
+            continue
         i, j = (_central(X, s, X[s].mean(axis=0), var[c]) for s in sides)
         if ask(i, j) and len(out) == k:
             return out

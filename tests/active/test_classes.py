@@ -33,7 +33,7 @@ def test_natural_component_is_the_nearest_blob_weighted_by_size():
     use = np.ones(32, bool)
     use[0] = False
     stats = component_statistics(X, z, 4, use)
-    assert natural_components(X, z, 4, np.array([0, 9]), stats).tolist() == [0, 1]
+    assert natural_components(X, np.array([0, 9]), stats).tolist() == [0, 1]
     # the statistics leave the moved item out: blob 1's mean is that of its own 8 points
     np.testing.assert_allclose(stats[1][1], X[8:16].mean(axis=0))
 
@@ -102,6 +102,10 @@ def test_component_questions_ask_nearest_untested_class_pairs_once_then_test_eac
     # a must-link across blob 0's halves says blob 0 is one class: its split question is not asked
     c = Constraints(32, must_link=[within[[BLOB[i] for i, _ in within].index(0)]])
     assert [BLOB[i] for i, j in component_questions(X, BLOB, c, 20)[6:]] == [1, 2, 3]
+    # ... and so does a chain of must-links through another blob (the halves share one must-link group)
+    a, b = within[[BLOB[i] for i, _ in within].index(0)]
+    chained = component_questions(X, BLOB, Constraints(32, must_link=[(a, 20), (20, b)]), 20)
+    assert not any(BLOB[i] == BLOB[j] == 0 for i, j in chained)
     assert component_questions(X, BLOB, None, 20, min_split=9) == between
     z = BLOB.copy()
     z[0] = 1
