@@ -27,6 +27,7 @@ __all__ = [
     "prng_key",
     "seed_from",
     "sklearn_seed",
+    "check_sample_weight",
 ]
 
 
@@ -165,6 +166,31 @@ def check_labels(
         f"{name}: expected integer labels, got dtype {arr.dtype}; encode them with "
         "np.unique(labels, return_inverse=True)[1]"
     )
+
+
+def check_sample_weight(sample_weight: Any, n: int, dtype: Any = np.float64, name: str = "sample_weight"):
+    """Return per-row weights (n,) of ``dtype``: None gives ones, a number is every row's weight, else an (n,)
+    array of finite, non-negative numbers, not all zero (scikit-learn's ``sample_weight``); errors name the
+    first offending index."""
+    if sample_weight is None:
+        return np.ones(n, dtype)
+    if isinstance(sample_weight, bool | str | bytes):
+        raise InvalidInputError(f"{name}: expected None, a number or {n} numbers, got {sample_weight!r}")
+    if np.ndim(sample_weight) == 0:
+        return np.full(n, check_float(sample_weight, name, minimum=0.0, strict=True), dtype)
+    w = check_array(sample_weight, name, min_rows=0, ndim=1, dtype=np.float64)
+    if w.shape != (n,):
+        raise InvalidInputError(f"{name}: expected {n} weights (one per row of X), got shape {w.shape}")
+    if (w < 0).any():
+        i = int(np.argmax(w < 0))
+        raise InvalidInputError(f"{name}: weights must be >= 0; index {i} is {float(w[i])!r}")
+    if not w.any():
+        raise InvalidInputError(f"{name}: every weight is 0; at least one row must weigh")
+    out = w.astype(dtype)
+    if not np.isfinite(out).all():
+        i = int(np.argmax(~np.isfinite(out)))
+        raise InvalidInputError(f"{name}: index {i} is {float(w[i])!r}, beyond the {np.dtype(dtype).name} range")
+    return out
 
 
 def check_index(i: Any, n: int, name: str = "index") -> int:

@@ -40,11 +40,13 @@ __all__ = [
 ]
 
 
-def relocate_empty(Xflat, labels_flat, dist_flat, sums, counts):
+def relocate_empty(Xflat, labels_flat, dist_flat, sums, counts, w_flat=None):
     """Move the points farthest from their centres into empty clusters (scikit-learn's rule), vectorised.
 
     The r-th empty cluster (by index) receives the r-th farthest point, which leaves its old cluster's sum.
-    Nothing moves when every distance is 0 (more clusters than distinct points).
+    Nothing moves when every distance is 0 (more clusters than distinct points). With sample weights
+    ``w_flat`` (like ``labels_flat``) a point carries its weight: ``sums`` and ``counts`` are weighted, and
+    "farthest" is by distance alone, as in scikit-learn.
     """
     k = sums.shape[0]
     empty = counts == 0
@@ -55,9 +57,9 @@ def relocate_empty(Xflat, labels_flat, dist_flat, sums, counts):
     empty_ids = jnp.argsort(~empty, stable=True)  # empty cluster ids first, in index order
     target = jnp.where(active, empty_ids, k)  # k = dropped by one_hot
     source = jnp.where(active, labels_flat[far], k)
-    xf = Xflat[far]
+    wf = jnp.ones((k,), sums.dtype) if w_flat is None else w_flat[far].astype(sums.dtype)
     move = jax.nn.one_hot(target, k, dtype=sums.dtype) - jax.nn.one_hot(source, k, dtype=sums.dtype)  # (k, k)
-    return sums + move.T @ xf, counts + move.sum(0)
+    return sums + move.T @ (Xflat[far] * wf[:, None]), counts + move.T @ wf
 
 
 def estimate_centers(centers, sums, counts):

@@ -48,7 +48,7 @@ from jaxclust.kmeans.common import (
     unscale_sq,
     x64_for,
 )
-from jaxclust.validation import check_fitted, prng_key, reject_constraints_as_y
+from jaxclust.validation import check_fitted, check_sample_weight, prng_key, reject_constraints_as_y
 
 __all__ = [
     "KMeansResult",
@@ -162,22 +162,22 @@ def _cluster_sums(xc, labels, w, k):
     return sums, counts
 
 
-def _fused_step(Xp, x_sq, valid, centers):
-    """One classify + estimate pass over the chunks: labels, squared distances, cluster sums and counts."""
+def _fused_step(Xp, x_sq, valid, wts, centers):
+    """One classify + estimate pass over the chunks: labels, squared distances, weighted cluster sums and
+    weights (``wts``: each row's sample weight, 0 on padding)."""
     k = centers.shape[0]
     c_sq = jnp.sum(centers * centers, axis=1)
 
     def body(carry, xs):
         sums, counts = carry
-        xc, xsq, ok = xs
+        xc, xsq, ok, w = xs
         labels, part = _classify(xc, centers, c_sq)
-        w = ok.astype(xc.dtype)
         s, c = _cluster_sums(xc, labels, w, k)
         dist = jnp.where(ok, jnp.maximum(part + xsq, 0.0), -1.0)  # padding never counts as "far"
         return (sums + s, counts + c), (labels, dist)
 
     init = (jnp.zeros_like(centers), jnp.zeros((k,), centers.dtype))
-    (sums, counts), (labels, dist) = lax.scan(body, init, (Xp, x_sq, valid))
+    (sums, counts), (labels, dist) = lax.scan(body, init, (Xp, x_sq, valid, wts))
     return labels, dist, sums, counts
 
 
@@ -215,8 +215,9 @@ def _can_split(work: int, *args) -> bool:
     )
 
 
-def _sharded(fn, mesh, n_out_sharded, n_out_psum):
-    """``fn(Xp, x_sq, valid, *replicated)`` run on each device's share of the chunks (leading axis).
+def _sharded(fn, mesh, n_out_sharded, n_out_psum, n_in_sharded=4):
+    """``fn(Xp, x_sq, valid, wts, *replicated)`` run on each device's share of the chunks (leading axis of
+    the first ``n_in_sharded`` arguments).
 
     The first ``n_out_sharded`` outputs stay split by chunk; the next ``n_out_psum`` are per-device partial
     sums, added across devices (the only communication: O(k·d) per call).
@@ -224,23 +225,23 @@ def _sharded(fn, mesh, n_out_sharded, n_out_psum):
     P = jax.sharding.PartitionSpec
     pts = P("points")
 
-    def local(Xp, x_sq, valid, *rest):
-        out = fn(Xp, x_sq, valid, *rest)
+    def local(*args):
+        out = fn(*args)
         return tuple(out[:n_out_sharded]) + tuple(lax.psum(o, "points") for o in out[n_out_sharded:])
 
-    def call(Xp, x_sq, valid, *rest):
+    def call(*args):
         return jax.shard_map(
             local,
             mesh=mesh,
-            in_specs=(pts, pts, pts) + (P(),) * len(rest),
+            in_specs=(pts,) * n_in_sharded + (P(),) * (len(args) - n_in_sharded),
             out_specs=(pts,) * n_out_sharded + (P(),) * n_out_psum,
             check_vma=False,
-        )(Xp, x_sq, valid, *rest)
+        )(*args)
 
     return call
 
 
-def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None) -> KMeansResult:
+def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, sample_weight=None) -> KMeansResult:
     """Lloyd iterations from given centres until labels stop changing or the centre shift is within ``tol``.
 
     Parameters
@@ -253,24 +254,42 @@ def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None) -> KMeans
     chunk : int or None (static), rows per distance block; default from :func:`chunk_size`.
     n_valid : scalar or None (traced), only the first ``n_valid`` rows are data (the rest is padding that lets
         one compilation serve several sizes); default all.
+    sample_weight : (n,) non-negative float array or None (traced), each row's weight in the centre means and
+        the inertia (scikit-learn's meaning: weight w counts as w copies of the row); default 1 for every row.
 
     Returns
     -------
     KMeansResult
         Final labels are those of the final centres (a last classify step is run unless the labels were
-        stable), and ``inertia`` is recomputed exactly as Σ ‖x_i - c_{l_i}‖², as scikit-learn does.
+        stable), and ``inertia`` is recomputed exactly as Σ w_i ‖x_i - c_{l_i}‖², as scikit-learn does.
 
     Notes
     -----
     With several CPU host devices the chunks of points are split over them (see ``_lloyd_mesh``); the
     clustering is the same, centres and inertia may differ from one device's in the last bits.
     """
-    split = _can_split(X.shape[0] * X.shape[1] * centers.shape[0], X, centers, tol, n_valid)
-    return _lloyd(X, centers, tol, max_iter=max_iter, chunk=chunk, n_valid=n_valid, split=split)
+    split = _can_split(X.shape[0] * X.shape[1] * centers.shape[0], X, centers, tol, n_valid, sample_weight)
+    return _lloyd(
+        X,
+        centers,
+        tol,
+        max_iter=max_iter,
+        chunk=chunk,
+        n_valid=n_valid,
+        sample_weight=sample_weight,
+        split=split,
+    )
+
+
+def _row_weights(n: int, dtype, n_valid=None, sample_weight=None):
+    """(n,) weight of each row: ``sample_weight`` (default 1) on data rows, 0 on padding (rows >= n_valid)."""
+    valid = jnp.arange(n) < (n if n_valid is None else n_valid)
+    w = jnp.ones((n,), dtype) if sample_weight is None else jnp.asarray(sample_weight, dtype)
+    return jnp.where(valid, w, 0.0)
 
 
 @functools.partial(jax.jit, static_argnames=("max_iter", "chunk", "split"))
-def _lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, split=False) -> KMeansResult:
+def _lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, sample_weight=None, split=False):
     n, d = X.shape
     k = centers.shape[0]
     chunk = chunk or chunk_size(n, k, X.dtype.itemsize)
@@ -279,6 +298,7 @@ def _lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, split=Fa
     mesh = _lloyd_mesh() if split else None
     n_dev = 1 if mesh is None else mesh.size
     Xp, valid = _pad_chunks(X, chunk, n_valid, n_dev)
+    wts = jnp.pad(_row_weights(n, X.dtype, n_valid, sample_weight), (0, valid.size - n)).reshape(valid.shape)
     x_sq = jnp.sum(Xp * Xp, axis=2)
     Xflat = Xp.reshape(-1, d)
     # Several devices: each runs the fused scan over its share of the chunks; (sums, counts) are all-reduced.
@@ -290,16 +310,17 @@ def _lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, split=Fa
         return (s.n_iter < max_iter) & ~s.done
 
     def body(s: _LloydState):
-        labels, dist, sums, counts = fused(Xp, x_sq, valid, s.centers)
+        labels, dist, sums, counts = fused(Xp, x_sq, valid, wts, s.centers)
         sums, counts = lax.cond(
             jnp.any(counts == 0),
             relocate_empty,
-            lambda _x, _l, _d, s_, c_: (s_, c_),
+            lambda _x, _l, _d, s_, c_, _w: (s_, c_),
             Xflat,
             labels.reshape(-1),
             dist.reshape(-1),
             sums,
             counts,
+            wts.reshape(-1),
         )
         new = estimate_centers(s.centers, sums, counts)
         shift = jnp.sum((new - s.centers) ** 2)
@@ -316,21 +337,21 @@ def _lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, split=Fa
     s = lax.while_loop(cond, body, s0)
 
     # Final classify with the final centres (kept only without strict convergence), then exact inertia.
-    def final_pass(Xp, old_labels, valid, centers, strict):
+    def final_pass(Xp, old_labels, valid, wts, centers, strict):
         c_sq = jnp.sum(centers * centers, axis=1)
 
         def final(_, xs):
-            xc, old, ok = xs
+            xc, old, ok, w = xs
             new, _part = _classify(xc, centers, c_sq)
             lab = jnp.where(strict, old, new)
             diff = xc - centers[lab]
-            return None, (lab, jnp.where(ok, jnp.sum(diff * diff, axis=1), 0.0))
+            return None, (lab, jnp.where(ok, w * jnp.sum(diff * diff, axis=1), 0.0))
 
-        _, (labels, dist) = lax.scan(final, None, (Xp, old_labels, valid))
+        _, (labels, dist) = lax.scan(final, None, (Xp, old_labels, valid, wts))
         return labels, dist
 
     final_fn = final_pass if mesh is None else _sharded(final_pass, mesh, 2, 0)
-    labels, dist = final_fn(Xp, s.labels, valid, s.centers, s.strict)
+    labels, dist = final_fn(Xp, s.labels, valid, wts, s.centers, s.strict)
     return KMeansResult(s.centers, labels.reshape(-1)[:n], jnp.sum(dist), s.n_iter)
 
 
@@ -357,12 +378,14 @@ def _assign(X, centers, chunk):
 
 
 @functools.partial(jax.jit, static_argnames=("n_clusters", "n_local_trials"))
-def kmeans_plusplus(key, X, n_clusters: int, n_local_trials: int | None = None, n_valid=None):
+def kmeans_plusplus(
+    key, X, n_clusters: int, n_local_trials: int | None = None, n_valid=None, sample_weight=None
+):
     """Greedy k-means++ seeding (Arthur & Vassilvitskii 2007, greedy variant as in scikit-learn).
 
-    The first centre is a uniform draw; each further centre is the best (lowest resulting potential) of
-    ``n_local_trials`` candidates drawn with probability proportional to the squared distance to the closest
-    centre chosen so far.
+    The first centre is a draw with probability proportional to the sample weight (uniform by default); each
+    further centre is the best (lowest resulting weighted potential) of ``n_local_trials`` candidates drawn with
+    probability proportional to weight times the squared distance to the closest centre chosen so far.
 
     Parameters
     ----------
@@ -371,6 +394,7 @@ def kmeans_plusplus(key, X, n_clusters: int, n_local_trials: int | None = None, 
     n_clusters : int (static)
     n_local_trials : int or None (static), default ``2 + floor(log k)``.
     n_valid : scalar or None (traced), rows past it are padding and never chosen.
+    sample_weight : (n,) non-negative float array or None (traced); rows of weight 0 are never chosen.
 
     Returns
     -------
@@ -380,25 +404,28 @@ def kmeans_plusplus(key, X, n_clusters: int, n_local_trials: int | None = None, 
     trials = n_local_trials or 2 + int(math.log(n_clusters))
     x_sq = jnp.sum(X * X, axis=1)
     n_valid = n if n_valid is None else n_valid
-    valid = jnp.arange(n) < n_valid
+    w = _row_weights(n, X.dtype, n_valid, sample_weight)
     key_first, key_rest = jax.random.split(key)
-    first = jax.random.randint(key_first, (), 0, n_valid)
+    last = jnp.max(jnp.where(w > 0, jnp.arange(n), 0))  # searchsorted can land past it only by rounding
+
+    def draw(mass, u):  # rows with probability ∝ their share of ``mass``; a row adding nothing is never drawn
+        cum = jnp.cumsum(mass)
+        return jnp.minimum(jnp.searchsorted(cum, u * jnp.sum(mass), side="right"), last)
+
+    first = draw(w, jax.random.uniform(key_first, (), X.dtype))
 
     def sq_dist_to(idx):  # (m,) indices -> (m, n) squared distances
         c = X[idx]
         return jnp.maximum(x_sq[idx][:, None] - 2.0 * (c @ X.T) + x_sq[None, :], 0.0)
 
-    closest = jnp.where(valid, sq_dist_to(first[None])[0], 0.0)
+    closest = sq_dist_to(first[None])[0]
     centers = jnp.zeros((n_clusters, d), X.dtype).at[0].set(X[first])
 
     def body(c, carry):
         centers, closest = carry
-        u = jax.random.uniform(jax.random.fold_in(key_rest, c), (trials,), X.dtype) * jnp.sum(closest)
-        cand = jnp.minimum(jnp.searchsorted(jnp.cumsum(closest), u), n_valid - 1)
-        d_cand = jnp.where(
-            valid[None, :], jnp.minimum(closest[None, :], sq_dist_to(cand)), 0.0
-        )  # (trials, n)
-        best = jnp.argmin(jnp.sum(d_cand, axis=1))
+        cand = draw(w * closest, jax.random.uniform(jax.random.fold_in(key_rest, c), (trials,), X.dtype))
+        d_cand = jnp.minimum(closest[None, :], sq_dist_to(cand))  # (trials, n)
+        best = jnp.argmin(d_cand @ w)
         return centers.at[c].set(X[cand[best]]), d_cand[best]
 
     centers, _ = lax.fori_loop(1, n_clusters, body, (centers, closest))
@@ -406,25 +433,41 @@ def kmeans_plusplus(key, X, n_clusters: int, n_local_trials: int | None = None, 
 
 
 def kmeans(
-    key, X, n_clusters: int, n_init: int = 10, max_iter: int = 300, tol=0.0, chunk=None, n_valid=None
+    key,
+    X,
+    n_clusters: int,
+    n_init: int = 10,
+    max_iter: int = 300,
+    tol=0.0,
+    chunk=None,
+    n_valid=None,
+    sample_weight=None,
 ) -> KMeansResult:
     """k-means++ then Lloyd, ``n_init`` restarts run together under ``vmap``; the lowest inertia is kept.
 
-    ``tol`` is absolute and ``n_valid`` marks padding (see :func:`lloyd`). Returns a :class:`KMeansResult`
-    whose
-    ``n_iter`` is the best run's.
+    ``tol`` is absolute, ``n_valid`` marks padding and ``sample_weight`` weighs the rows (see :func:`lloyd`).
+    Returns a :class:`KMeansResult` whose ``n_iter`` is the best run's.
     """
-    split = _can_split(X.shape[0] * X.shape[1] * n_clusters * n_init, key, X, tol, n_valid)
-    return _kmeans(key, X, n_clusters, n_init, max_iter, tol, chunk, n_valid, split)
+    split = _can_split(X.shape[0] * X.shape[1] * n_clusters * n_init, key, X, tol, n_valid, sample_weight)
+    return _kmeans(key, X, n_clusters, n_init, max_iter, tol, chunk, n_valid, sample_weight, split)
 
 
 @functools.partial(jax.jit, static_argnames=("n_clusters", "n_init", "max_iter", "chunk", "split"))
-def _kmeans(key, X, n_clusters, n_init, max_iter, tol, chunk, n_valid, split) -> KMeansResult:
+def _kmeans(key, X, n_clusters, n_init, max_iter, tol, chunk, n_valid, sample_weight, split) -> KMeansResult:
     keys = jax.random.split(key, n_init)
 
     def one(k):
-        c0 = kmeans_plusplus(k, X, n_clusters, n_valid=n_valid)
-        return _lloyd(X, c0, tol, max_iter=max_iter, chunk=chunk, n_valid=n_valid, split=split)
+        c0 = kmeans_plusplus(k, X, n_clusters, n_valid=n_valid, sample_weight=sample_weight)
+        return _lloyd(
+            X,
+            c0,
+            tol,
+            max_iter=max_iter,
+            chunk=chunk,
+            n_valid=n_valid,
+            sample_weight=sample_weight,
+            split=split,
+        )
 
     runs = jax.vmap(one)(keys)
     best = jnp.argmin(runs.inertia)
@@ -478,8 +521,12 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.tol = tol
         self.random_state = random_state
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Compute k-means clustering of X (n_samples, n_features). Returns self.
+
+        ``sample_weight`` (n_samples,) or a number, default 1 per row: a row of weight w counts as w copies of it
+        in the centre means, the inertia and the k-means++ (or "random") draws; weights must be >= 0, and at
+        least ``n_clusters`` rows must weigh unless ``init`` is an array.
 
         ``y`` is ignored (scikit-learn's convention), but constraints passed there raise
         :class:`~jaxclust.errors.ConstraintError` instead of being dropped: use :class:`COPKMeans` or
@@ -493,6 +540,17 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         check_params(self.n_clusters, self.n_init, self.max_iter, self.tol, n)
         k = int(self.n_clusters)
         init = self._check_init(X, k)
+        weighted = sample_weight is not None
+        w = check_sample_weight(sample_weight, n, np.float64)
+        # k-means is invariant to scaling every weight by one constant: fit with the largest weight in [0.5, 1)
+        # (a power of two, exact) so weighted sums cannot overflow, and scale the inertia back.
+        q = int(np.frexp(w.max())[1]) if weighted else 0
+        w = np.ldexp(w, -q).astype(X.dtype)
+        if init is None and np.count_nonzero(w) < k:
+            raise InvalidInputError(
+                f"sample_weight: only {np.count_nonzero(w)} rows have a positive weight, fewer than "
+                f"n_clusters={k}"
+            )
         p = scale_exponent(X.dtype, X)  # magnitudes whose squares overflow/underflow: fit on X / 2**p
         if p:
             X = np.ldexp(X, -p).astype(X.dtype)
@@ -503,10 +561,18 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         key = prng_key(self.random_state)
         with x64_for(X):
             Xj = jnp.asarray(bucket_rows(Xc))
+            wj = jnp.asarray(np.pad(w, (0, Xj.shape[0] - n))) if weighted else None
             if init is None:
                 if self.init == "k-means++":
                     res = kmeans(
-                        key, Xj, k, n_init=int(self.n_init), max_iter=int(self.max_iter), tol=tol, n_valid=n
+                        key,
+                        Xj,
+                        k,
+                        n_init=int(self.n_init),
+                        max_iter=int(self.max_iter),
+                        tol=tol,
+                        n_valid=n,
+                        sample_weight=wj,
                     )
                 else:
                     res = _kmeans_random(
@@ -517,21 +583,37 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                         max_iter=int(self.max_iter),
                         tol=tol,
                         n_valid=n,
+                        sample_weight=wj,
                         split=_can_split(Xj.shape[0] * Xj.shape[1] * k * int(self.n_init), key),
                     )
             else:
-                res = lloyd(Xj, jnp.asarray(init - mean), tol=tol, max_iter=int(self.max_iter), n_valid=n)
+                res = lloyd(
+                    Xj,
+                    jnp.asarray(init - mean),
+                    tol=tol,
+                    max_iter=int(self.max_iter),
+                    n_valid=n,
+                    sample_weight=wj,
+                )
             centers, labels, inertia, n_iter = jax.device_get(tuple(res))
         centers = np.asarray(centers, dtype=X.dtype) + mean
         self.cluster_centers_ = np.ldexp(centers, p).astype(X.dtype) if p else centers
         self.labels_ = np.asarray(labels[:n], dtype=np.int32)
         self.inertia_ = unscale_sq(inertia, p, "KMeans: the inertia", X_in)
+        if q:
+            try:
+                self.inertia_ = math.ldexp(self.inertia_, q)
+            except OverflowError:
+                raise NumericalError(
+                    "KMeans: the weighted inertia is beyond the float64 range; divide sample_weight by a constant "
+                    "(the labels do not change)"
+                ) from None
         self.n_iter_ = int(n_iter)
         return self
 
-    def fit_predict(self, X, y=None):
-        """``fit`` then ``labels_`` (``y`` as in :meth:`fit`)."""
-        return self.fit(X, y).labels_
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """``fit`` then ``labels_`` (``y`` and ``sample_weight`` as in :meth:`fit`)."""
+        return self.fit(X, y, sample_weight=sample_weight).labels_
 
     def _check_init(self, X, k):
         """None for "k-means++"/"random", else the initial centres as an array of X's dtype."""
@@ -585,11 +667,12 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             )
         return D
 
-    def score(self, X, y=None):
-        """Opposite of the inertia of X with respect to the fitted centres."""
+    def score(self, X, y=None, sample_weight=None):
+        """Opposite of the (weighted, as in :meth:`fit`) inertia of X with respect to the fitted centres."""
         del y
         X, d2, p = self._scaled_sq_distances(X, "score")
-        return -unscale_sq(np.sum(d2.min(axis=1), dtype=np.float64), p, "KMeans.score: the inertia", X)
+        w = check_sample_weight(sample_weight, X.shape[0], np.float64)
+        return -unscale_sq(np.dot(w, d2.min(axis=1).astype(np.float64)), p, "KMeans.score: the inertia", X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -598,14 +681,18 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
 
 
 @functools.partial(jax.jit, static_argnames=("n_clusters", "n_init", "max_iter", "split"))
-def _kmeans_random(key, X, n_clusters, n_init, max_iter, tol, n_valid, split):
-    """Restarts from ``n_clusters`` distinct rows drawn uniformly."""
+def _kmeans_random(key, X, n_clusters, n_init, max_iter, tol, n_valid, sample_weight, split):
+    """Restarts from ``n_clusters`` distinct rows drawn without replacement, with probability proportional to
+    their weights (uniformly by default)."""
     keys = jax.random.split(key, n_init)
+    log_w = jnp.log(_row_weights(X.shape[0], X.dtype, n_valid, sample_weight))
 
     def one(k):
-        u = jnp.where(jnp.arange(X.shape[0]) < n_valid, jax.random.uniform(k, (X.shape[0],)), 2.0)
-        idx = jnp.argsort(u)[:n_clusters]  # n_clusters distinct valid rows, uniformly
-        return _lloyd(X, X[idx], tol, max_iter=max_iter, n_valid=n_valid, split=split)
+        # Gumbel top-k: the same law as successive draws without replacement in proportion to the weights.
+        idx = lax.top_k(log_w + jax.random.gumbel(k, log_w.shape, X.dtype), n_clusters)[1]
+        return _lloyd(
+            X, X[idx], tol, max_iter=max_iter, n_valid=n_valid, sample_weight=sample_weight, split=split
+        )
 
     runs = jax.vmap(one)(keys)
     best = jnp.argmin(runs.inertia)
