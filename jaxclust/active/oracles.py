@@ -25,11 +25,24 @@ __all__ = [
     "ask",
     "check_reply",
     "shorten",
+    "item_label",
 ]
 
 
 class SessionStopped(Exception):  # noqa: N818 - a control-flow signal, not an error
     """Raised by an oracle to end the session; answers already given are kept."""
+
+
+def item_label(names: Sequence[str] | None, i: int, max_chars: int | None = 300) -> str:
+    """How a person is shown item ``i``: its name (``line 26`` for a text file, a CSV's name column), with
+    ``(item i)`` after it only when another item has the same name; ``item i`` without names. ``i`` is the
+    0-based index the answer store and the labels use."""
+    if names is None:
+        return f"item {i}"
+    name = shorten(names[i], max_chars)
+    if sum(1 for other in names if other == names[i]) > 1:
+        return f"{name} (item {i})"
+    return name
 
 
 def shorten(text: Any, max_chars: int | None = 300) -> str:
@@ -163,8 +176,7 @@ class InteractiveOracle:
         self.n_asked = 0
 
     def _describe(self, i: int) -> str:
-        name = shorten(self.names[i], self.max_chars) if self.names is not None else f"item {i}"
-        text = f"  [{i}] {name}"
+        text = f"  {item_label(self.names, i, self.max_chars)}"
         if self.contexts is not None and self.contexts[i]:
             text += f"\n        {shorten(self.contexts[i], self.max_chars)}"
         return text

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from jaxclust.apps.cli_common import OneLineErrors
+from jaxclust.apps.cli_common import Command, OneLineErrors
 
 __all__ = ["app", "info", "main"]
 
@@ -39,7 +39,7 @@ def _root(
 STACK = ("jax", "jaxlib", "numpyro", "optax", "equinox", "numpy", "scipy", "scikit-learn", "matplotlib")
 
 
-@app.command()
+@app.command(cls=Command)
 def info() -> None:
     """Print the versions of jaxclust and its numerical stack, and the JAX devices in use."""
     import platform
@@ -66,8 +66,8 @@ def _register() -> None:
     # Commands live beside the code they drive; importing these modules is cheap (no JAX until a command runs).
     from jaxclust.apps.cli_active import annotate, demo
 
-    app.command(help=demo.__doc__)(demo)
-    app.command(help=annotate.__doc__)(annotate)
+    app.command(cls=Command, help=demo.__doc__)(demo)
+    app.command(cls=Command, help=annotate.__doc__)(annotate)
     from jaxclust.apps.experiment.cli import app as experiment_app
 
     app.add_typer(experiment_app, name="experiment")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from jaxclust.apps.cli_common import OneLineErrors, fail, one_line_warnings
+from jaxclust.apps.cli_common import Command, OneLineErrors, fail, one_line_warnings
 
 __all__ = ["demo", "annotate", "app"]
 
@@ -197,8 +197,8 @@ app = typer.Typer(
     no_args_is_help=True,
     help="jaxclust active-learning commands.",
 )
-app.command()(demo)
-app.command()(annotate)
+app.command(cls=Command)(demo)
+app.command(cls=Command)(annotate)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

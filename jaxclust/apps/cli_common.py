@@ -14,14 +14,14 @@ from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 try:  # typer >= 0.20 vendors click
     from typer._click import exceptions as _cx
 except ImportError:  # pragma: no cover - older typer on click
     import click.exceptions as _cx
 
-__all__ = ["OneLineErrors", "fail", "one_line_warnings"]
+__all__ = ["Command", "Group", "OneLineErrors", "fail", "one_line_warnings"]
 
 _NO_ARGS = getattr(_cx, "NoArgsIsHelpError", ())
 
@@ -47,7 +47,39 @@ def one_line_warnings() -> Iterator[None]:
         yield
 
 
-class OneLineErrors(TyperGroup):
+class _ConventionalHelp:
+    """``--help`` as most command-line tools write it: ``DATA`` (``[DATA]`` when optional) in the usage line, not
+    typer's ``{data}``, and nothing after a flag (typer 0.29 writes ``<bool>``, as if it took a value)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        for p in params:
+            if getattr(p, "is_flag", False) and p.metavar is None:
+                p.metavar = ""
+        return params
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = super().collect_usage_pieces(ctx)
+        for p in self.get_params(ctx):
+            if p.param_type_name != "argument":
+                continue
+            name = (p.metavar or p.name).upper() + ("..." if p.nargs != 1 else "")
+            theirs = p.get_usage_pieces(ctx)
+            pieces = [
+                (name if p.required else f"[{name}]") if piece in theirs else piece for piece in pieces
+            ]
+        return pieces
+
+
+class Command(_ConventionalHelp, TyperCommand):
+    """A typer command with conventional help (pass as ``app.command(cls=Command)``)."""
+
+
+class Group(_ConventionalHelp, TyperGroup):
+    """A typer group with conventional help (pass as ``typer.Typer(cls=Group)``)."""
+
+
+class OneLineErrors(Group):
     """A typer group whose usage errors (unknown option, ``--n-queries abc``) print one line and exit 2."""
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:

@@ -335,17 +335,17 @@ class NotebookAnnotator:
     # --- what it shows ----------------------------------------------------------------------------------
     def describe(self, i: int) -> str:
         """How item ``i`` is shown: its name, then its text (or context, or feature values)."""
-        from jaxclust.active.oracles import shorten
+        from jaxclust.active.oracles import item_label, shorten
 
-        name = shorten(self.items.names[i], self.max_chars)
+        name = item_label(self.items.names, i, self.max_chars)
         shown = self.items.shown
         if shown is not None:
-            return f"[{i}] {name}: {shorten(shown[i], self.max_chars)}"
+            return f"{name}: {shorten(shown[i], self.max_chars)}"
         values = self.items.X[i] if self.items.X is not None else self.X[i]
         cols = self.items.columns or [f"x{c}" for c in range(len(values))]
         text = ", ".join(f"{c}={v:.3g}" for c, v in zip(cols[:8], values[:8], strict=False))
         more = f", ... ({len(values)} values)" if len(values) > 8 else ""
-        return f"[{i}] {name}: {text}{more}"
+        return f"{name}: {text}{more}"
 
     def figure(self):
         """The current clustering as a matplotlib Figure (no pyplot): the PCA projection of the features

@@ -214,3 +214,26 @@ def test_annotate_cli_reports_bad_input_in_one_line(tmp_path):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
     assert "missing.csv" in result.output and "not found" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "usage"),
+    [
+        (["annotate", "--help"], "Usage: jaxclust annotate [OPTIONS] DATA"),
+        (["experiment", "run", "--help"], "Usage: jaxclust experiment run [OPTIONS] CONFIG"),
+        (["experiment", "--help"], "Usage: jaxclust experiment [OPTIONS] COMMAND [ARGS]..."),
+        (["--help"], "Usage: jaxclust [OPTIONS] COMMAND [ARGS]..."),
+    ],
+)
+def test_help_reads_as_a_command_line_tool(args, usage):
+    from jaxclust.apps.cli import app
+
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    assert usage in " ".join(result.output.split())  # not typer's {data}
+    lines = {line.split()[1]: line for line in result.output.splitlines() if line.strip("│ ").startswith("--")}
+    for flag in ("--help", "--shared", "--version", "--quick", "--resume"):
+        if flag in lines:  # a flag takes no value: nothing is written after it
+            assert "<" not in lines[flag].split(flag, 1)[1].split("  ")[0] and "bool" not in lines[flag], lines[flag]
+    if args[0] == "annotate":
+        assert "--n-queries" in lines and "<int>" in lines["--n-queries"]  # an option that takes a value says what

@@ -62,7 +62,15 @@ def test_interactive_oracle_parses_replies_and_shows_names_and_context():
     with pytest.raises(SessionStopped):
         oracle(0, 1)
     text = out.getvalue()
-    assert "did not understand 'maybe'" in text and "[2] car" in text and "a vehicle" in text
+    assert "did not understand 'maybe'" in text and "  car\n" in text and "a vehicle" in text
+
+
+def test_an_item_is_shown_by_its_name_and_by_its_index_only_when_names_repeat():
+    from jaxclust.active.oracles import item_label
+
+    names = ["line 1", "line 2", "bank", "bank"]
+    assert [item_label(names, i) for i in range(4)] == ["line 1", "line 2", "bank (item 2)", "bank (item 3)"]
+    assert item_label(None, 7) == "item 7"
 
     def eof(_):
         raise EOFError

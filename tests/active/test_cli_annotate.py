@@ -144,7 +144,7 @@ def test_python_callers_see_parameter_names(workdir):
 
 # --- what a session says -----------------------------------------------------------------------------------
 
-ITEM = re.compile(r"^  \[(\d+)\] ")
+ITEM = re.compile(r"^  (?!\[y\]es)(\S.*)$")  # an item's line: its name (the reply prompt excepted)
 
 
 def _session(data, store, replies=None, **kw):
@@ -159,7 +159,7 @@ def _session(data, store, replies=None, **kw):
             if r is None:
                 raise EOFError
             return r
-        i, j = [int(m.group(1)) for m in map(ITEM.match, out.getvalue().splitlines()) if m][-2:]
+        i, j = [names.index(m.group(1)) for m in map(ITEM.match, out.getvalue().splitlines()) if m][-2:]
         return "y" if names[i][0] == names[j][0] else "n"
 
     opts = {"model": StandInSampler(), "stop_entropy": None, **kw}

@@ -76,7 +76,7 @@ def test_the_annotator_shows_the_pair_and_stores_each_answer_with_who_gave_it(te
     lines = data.read_text().splitlines()
     with _annotator(data, tmp_path / "a.sqlite", gold=y) as ann:
         i, j = ann.question
-        assert ann.describe(i) == f"[{i}] line {i + 1}: {lines[i]}"  # the text, not just an index
+        assert ann.describe(i) == f"line {i + 1}: {lines[i]}"  # the text, named by its 1-based line
         assert lines[i] in ann._items_box[0].value and lines[j] in ann._items_box[1].value
         assert "Question 1</b> of 12" in ann._heading.value
         ann._buttons["must"].click()  # a click is an answer
@@ -145,7 +145,7 @@ def test_a_session_moves_from_the_notebook_to_the_command_line_and_back_exactly(
     def person(_prompt):
         if next(replies, None) is None:
             return "q"
-        i, j = [int(m) for m in re.findall(r"^  \[(\d+)\] ", out.getvalue(), flags=re.M)[-2:]]
+        i, j = [int(m) - 1 for m in re.findall(r"^  line (\d+)$", out.getvalue(), flags=re.M)[-2:]]  # no blanks
         return "y" if y[i] == y[j] else "n"
 
     summary = run_annotate(
@@ -194,7 +194,7 @@ def test_the_items_are_given_once_and_numbers_are_shown_as_values(tmp_path):
     assert list(tmp_path.iterdir()) == []  # bad items create no store
     with NotebookAnnotator(X=X, store=tmp_path / "b.jsonl", model=StandInSampler(), n_queries=2) as ann:
         i = ann.question[0]
-        assert ann.describe(i).startswith(f"[{i}] item {i}: column 0={X[i, 0]:.3g}, column 1=")
+        assert ann.describe(i).startswith(f"item {i}: column 0={X[i, 0]:.3g}, column 1=")
         assert len(ann.figure().axes) == 1  # no gold labels: the projection only
 
 

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import typer
 
-from jaxclust.apps.cli_common import fail, one_line_warnings
+from jaxclust.apps.cli_common import Command, Group, fail, one_line_warnings
 
 __all__ = ["app"]
 
 app = typer.Typer(
+    cls=Group,
     name="experiment",
     help="Experiment grids from a TOML config: run locally or on Ray, resume, summarise.",
     no_args_is_help=True,
@@ -22,7 +23,7 @@ app = typer.Typer(
 )
 
 
-@app.command("run")
+@app.command("run", cls=Command)
 def run(
     config: Path = typer.Argument(
         ..., help="Grid config (TOML), e.g. experiments/configs/verbs_general_eb.toml."
@@ -84,7 +85,7 @@ def run(
         fail(f"summary: {'; '.join(report.summary['errors'])}", code=1)
 
 
-@app.command("summarize")
+@app.command("summarize", cls=Command)
 def summarize(out: Path = typer.Argument(..., help="An experiment output folder.")) -> None:
     """Write the summary and the kind's figures from whatever runs the folder holds."""
     from jaxclust.apps.experiment.summary import summarize as _summarize
@@ -99,7 +100,7 @@ def summarize(out: Path = typer.Argument(..., help="An experiment output folder.
         fail(f"summary: {'; '.join(result['errors'])}", code=1)
 
 
-@app.command("list")
+@app.command("list", cls=Command)
 def list_runs(
     config: Path = typer.Argument(..., help="Grid config (TOML)."),
     quick: bool = typer.Option(False, "--quick", help="Apply the config's quick overrides."),
