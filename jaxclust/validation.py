@@ -189,7 +189,9 @@ def check_sample_weight(sample_weight: Any, n: int, dtype: Any = np.float64, nam
     out = w.astype(dtype)
     if not np.isfinite(out).all():
         i = int(np.argmax(~np.isfinite(out)))
-        raise InvalidInputError(f"{name}: index {i} is {float(w[i])!r}, beyond the {np.dtype(dtype).name} range")
+        raise InvalidInputError(
+            f"{name}: index {i} is {float(w[i])!r}, beyond the {np.dtype(dtype).name} range"
+        )
     return out
 
 

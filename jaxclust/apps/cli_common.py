@@ -65,9 +65,7 @@ class _ConventionalHelp:
                 continue
             name = (p.metavar or p.name).upper() + ("..." if p.nargs != 1 else "")
             theirs = p.get_usage_pieces(ctx)
-            pieces = [
-                (name if p.required else f"[{name}]") if piece in theirs else piece for piece in pieces
-            ]
+            pieces = [(name if p.required else f"[{name}]") if piece in theirs else piece for piece in pieces]
         return pieces
 
 

@@ -231,9 +231,15 @@ def test_help_reads_as_a_command_line_tool(args, usage):
     result = CliRunner().invoke(app, args, env={"COLUMNS": "200", "NO_COLOR": "1"})
     assert result.exit_code == 0, result.output
     assert usage in " ".join(result.output.split())  # not typer's {data}
-    lines = {line.split()[1]: line for line in result.output.splitlines() if line.strip("│ ").startswith("--")}
+    lines = {
+        line.split()[1]: line for line in result.output.splitlines() if line.strip("│ ").startswith("--")
+    }
     for flag in ("--help", "--shared", "--version", "--quick", "--resume"):
         if flag in lines:  # a flag takes no value: nothing is written after it
-            assert "<" not in lines[flag].split(flag, 1)[1].split("  ")[0] and "bool" not in lines[flag], lines[flag]
+            assert "<" not in lines[flag].split(flag, 1)[1].split("  ")[0] and "bool" not in lines[flag], (
+                lines[flag]
+            )
     if args[0] == "annotate":
-        assert "--n-queries" in lines and "<int>" in lines["--n-queries"]  # an option that takes a value says what
+        assert (
+            "--n-queries" in lines and "<int>" in lines["--n-queries"]
+        )  # an option that takes a value says what

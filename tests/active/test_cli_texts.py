@@ -98,7 +98,9 @@ def test_a_text_file_goes_through_annotate_and_each_question_shows_both_texts(wo
 def test_a_csv_text_column_and_json_lines_are_texts_too(workdir, args):
     res = _run(*args, "--store", "s.jsonl", "--n-queries", "2")
     assert res.exit_code == 0, res.output
-    assert "15 texts, 4 features" in res.stdout and "\n  d" in res.stdout  # the names from the id column/field
+    assert (
+        "15 texts, 4 features" in res.stdout and "\n  d" in res.stdout
+    )  # the names from the id column/field
 
 
 def test_own_embeddings_in_a_npy_file(workdir):

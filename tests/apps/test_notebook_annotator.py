@@ -145,7 +145,9 @@ def test_a_session_moves_from_the_notebook_to_the_command_line_and_back_exactly(
     def person(_prompt):
         if next(replies, None) is None:
             return "q"
-        i, j = [int(m) - 1 for m in re.findall(r"^  line (\d+)$", out.getvalue(), flags=re.M)[-2:]]  # no blanks
+        i, j = [
+            int(m) - 1 for m in re.findall(r"^  line (\d+)$", out.getvalue(), flags=re.M)[-2:]
+        ]  # no blanks
         return "y" if y[i] == y[j] else "n"
 
     summary = run_annotate(
