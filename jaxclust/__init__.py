@@ -43,7 +43,6 @@ _SUBMODULES = (
     "kmeans",
     "l3m",
     "metrics",
-    "mixture",
     "text",
     "validation",
 )

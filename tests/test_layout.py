@@ -1,5 +1,5 @@
 """The package layout: no import circles, the library never imports the apps, no private names imported across
-modules, and every public name importable from its module and from the old paths kept for compatibility.
+modules, no module that only points elsewhere, and every public name importable from its module.
 
 The import graph is built statically with ``ast`` from every module under ``jaxclust/``, with the imports inside
 functions and classes included (they run later, but a circle through them is still a circle: the one between
@@ -23,23 +23,6 @@ import jaxclust
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "jaxclust"
 
-# old path -> the module it is a compatibility alias of (re-exports its __all__, holds no code)
-COMPAT = {
-    "jaxclust.mixture": "jaxclust.kmeans.mixture",
-    "jaxclust.constrained_kmeans": "jaxclust.kmeans.constrained",
-    "jaxclust.query_baselines": "jaxclust.kmeans.query_baselines",
-    "jaxclust.cli": "jaxclust.apps.cli",
-    "jaxclust.cli_active": "jaxclust.apps.cli_active",
-    "jaxclust.demo": "jaxclust.apps.demo",
-    "jaxclust.annotate": "jaxclust.apps.annotate",
-    "jaxclust.experiment": "jaxclust.apps.experiment",
-    "jaxclust.experiment.cli": "jaxclust.apps.experiment.cli",
-    "jaxclust.experiment.config": "jaxclust.apps.experiment.config",
-    "jaxclust.experiment.registry": "jaxclust.apps.experiment.registry",
-    "jaxclust.experiment.runner": "jaxclust.apps.experiment.runner",
-    "jaxclust.experiment.summary": "jaxclust.apps.experiment.summary",
-}
-
 # ``jaxclust.kmeans.__all__`` when it was one module (kmeans.py): each name still imports from it
 OLD_KMEANS_ALL = (
     "KMeansResult kmeans_plusplus lloyd kmeans assign chunk_size bucket_rows KMeans COPKMeans PCKMeans"
@@ -59,9 +42,8 @@ def module_name(path: Path) -> str:
 
 
 MODULES = {module_name(p): p for p in sorted(PKG.rglob("*.py"))}
-# the applications: jaxclust.apps and the compatibility aliases of its modules at their old paths
+# the applications: jaxclust.apps and its modules
 APP_MODULES = {m for m in MODULES if m == "jaxclust.apps" or m.startswith("jaxclust.apps.")}
-APP_MODULES |= {old for old, new in COMPAT.items() if new in APP_MODULES}
 LIBRARY_MODULES = sorted(set(MODULES) - APP_MODULES)
 
 
@@ -180,7 +162,7 @@ def test_function_level_imports_count_and_type_checking_ones_do_not():
 
 def test_no_import_circles():
     graph = import_graph()
-    assert len(graph) > 90 and "jaxclust.kmeans.constrained" in graph["jaxclust.kmeans"]
+    assert len(graph) > 80 and "jaxclust.kmeans.constrained" in graph["jaxclust.kmeans"]
     cycle = find_cycle(graph)
     assert cycle is None, f"import circle: {describe(cycle, graph)}"
 
@@ -200,8 +182,8 @@ def dynamic_imports(module: str) -> list[tuple[str, int]]:
 
 
 def test_app_and_library_modules_are_told_apart():
-    assert {"jaxclust.apps.cli", "jaxclust.cli", "jaxclust.experiment.runner"} <= APP_MODULES
-    assert {"jaxclust.mixture", "jaxclust.kmeans.lloyd_kmeans", "jaxclust.dpmm.model"} <= set(LIBRARY_MODULES)
+    assert {"jaxclust.apps.cli", "jaxclust.apps.experiment.runner"} <= APP_MODULES
+    assert {"jaxclust.kmeans.mixture", "jaxclust.kmeans.lloyd_kmeans", "jaxclust.dpmm.model"} <= set(LIBRARY_MODULES)
     assert not APP_MODULES & set(LIBRARY_MODULES)
 
 
@@ -277,18 +259,16 @@ def test_no_private_names_imported_across_modules():
     assert not stale, f"allowed private imports that no longer exist (remove them from the list): {stale}"
 
 
-@pytest.mark.parametrize("old", sorted(COMPAT))
-def test_compatibility_modules_hold_no_code(old):
-    tree = ast.parse(MODULES[old].read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):  # the docstring
+def test_no_module_only_points_elsewhere():
+    """A module that only re-exports another (``from x import *`` and nothing else) is a room that only points
+    elsewhere; package ``__init__`` files that gather their own submodules are the exception."""
+    for name, path in MODULES.items():
+        if path.name == "__init__.py":
             continue
-        if isinstance(node, ast.ImportFrom) and node.module == COMPAT[old]:
-            continue
-        # ``if __name__ == "__main__": main()`` keeps ``python -m jaxclust.cli`` working
-        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and len(node.body) == 1:
-            continue
-        pytest.fail(f"{old}: line {node.lineno} is code, not a re-export of {COMPAT[old]}")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+        stars = [n for n in body if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)]
+        assert not stars or len(stars) < len(body) - 1, f"{name} only re-exports {stars[0].module}"
 
 
 def public_modules() -> list[str]:
@@ -314,10 +294,6 @@ def test_every_public_name_imports(module):
     assert missing == [], f"{module}.__all__ names what it does not define"
     if names:  # as users spell it
         exec(f"from {module} import {', '.join(names)}", {})
-    if module in COMPAT:
-        new = importlib.import_module(COMPAT[module])
-        assert list(names) == list(new.__all__)
-        assert [n for n in names if getattr(mod, n) is not getattr(new, n)] == []
 
 
 def test_old_kmeans_names_import_from_the_package():
@@ -325,14 +301,14 @@ def test_old_kmeans_names_import_from_the_package():
 
     assert [n for n in OLD_KMEANS_ALL.split() if n not in kmeans.__all__] == []
     assert kmeans.COPKMeans is importlib.import_module("jaxclust.kmeans.constrained").COPKMeans
-    assert kmeans.GaussianMixture is importlib.import_module("jaxclust.mixture").GaussianMixture
+    assert kmeans.GaussianMixture is importlib.import_module("jaxclust.kmeans.mixture").GaussianMixture
     assert jaxclust.KMeans is kmeans.KMeans and jaxclust.COPKMeans is kmeans.COPKMeans
     assert jaxclust.GaussianMixture is kmeans.GaussianMixture
 
 
-def test_old_command_line_module_still_runs():
+def test_the_command_line_module_runs():
     out = subprocess.run(
-        [sys.executable, "-m", "jaxclust.cli", "--version"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "jaxclust.apps.cli", "--version"], capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout == f"jaxclust {jaxclust.__version__}\n"
@@ -343,4 +319,4 @@ def test_console_script_points_at_the_apps():
 
     (ep,) = [ep for ep in entry_points(group="console_scripts") if ep.name == "jaxclust"]
     assert ep.value == "jaxclust.apps.cli:app"
-    assert ep.load() is importlib.import_module("jaxclust.cli").app
+    assert ep.load() is importlib.import_module("jaxclust.apps.cli").app

@@ -16,9 +16,7 @@
 
 ``jaxclust annotate`` and the notebook annotator share the items and features modules, so a session started in
 one can be resumed in the other. The library packages (``jaxclust.active``, ``jaxclust.dpmm``,
-``jaxclust.kmeans``, ...) never import this package (``tests/test_layout.py`` checks it). The old paths
-``jaxclust.cli``, ``jaxclust.cli_active``, ``jaxclust.demo``, ``jaxclust.annotate`` and ``jaxclust.experiment``
-are kept as compatibility aliases of the modules here.
+``jaxclust.kmeans``, ...) never import this package (``tests/test_layout.py`` checks it).
 """
 
 __all__: list[str] = []

@@ -80,5 +80,9 @@ def main() -> None:  # pragma: no cover - console entry
     app()
 
 
+if __name__ == "__main__":  # python -m jaxclust.apps.cli
+    main()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

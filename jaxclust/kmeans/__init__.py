@@ -12,9 +12,6 @@
 Every public name of those modules is importable from here::
 
     from jaxclust.kmeans import KMeans, COPKMeans, PCKMeans, GaussianMixture, ExploreConsolidate
-
-The old top-level modules ``jaxclust.mixture``, ``jaxclust.constrained_kmeans`` and ``jaxclust.query_baselines``
-are kept as compatibility aliases of the modules above.
 """
 
 from __future__ import annotations

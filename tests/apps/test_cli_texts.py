@@ -17,7 +17,8 @@ from jaxclust.active import AnswerStore
 from jaxclust.apps.cli import app
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+STANDIN = HERE.parent / "active"  # _standin.py, the stand-in sampler the session tests share
+sys.path.insert(0, str(STANDIN))
 from _standin import StandInSampler  # noqa: E402
 
 TOPICS = [

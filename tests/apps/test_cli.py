@@ -55,12 +55,12 @@ def _write_csv(path: Path) -> None:
 
 
 def _questions(text: str) -> list[tuple[int, int]]:
-    """Pairs asked, from the prompts ('  [i] name' lines follow each 'Question' line)."""
+    """Pairs asked, from the prompts (the items' lines, '  w<i>', follow each 'Question' line)."""
     out, lines = [], text.splitlines()
     for k, line in enumerate(lines):
         if line.startswith("Question"):
-            a = int(lines[k + 1].split("]")[0].split("[")[1])
-            b = int(lines[k + 2].split("]")[0].split("[")[1])
+            a = int(lines[k + 1].strip().removeprefix("w"))
+            b = int(lines[k + 2].strip().removeprefix("w"))
             out.append((min(a, b), max(a, b)))
     return out
 

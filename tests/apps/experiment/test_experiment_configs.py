@@ -18,7 +18,7 @@ import pytest
 from jaxclust.apps.experiment import load_config, plan, run_grid
 from jaxclust.apps.experiment.registry import KINDS, load_target
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CONFIGS = sorted((REPO / "experiments" / "configs").glob("*.toml"))
 README = (REPO / "experiments" / "README.md").read_text(encoding="utf-8")
 
@@ -366,7 +366,7 @@ def test_noisy_annotators_result_with_an_explicit_prior_is_json(monkeypatch):
     from sklearn.datasets import make_blobs
 
     from jaxclust.dpmm import NormalGamma
-    from jaxclust.experiment.registry import load_target
+    from jaxclust.apps.experiment.registry import load_target
 
     run_one = load_target("@experiments/noisy_annotators.py:run_one")
     X, y = make_blobs(n_samples=30, n_features=2, centers=3, random_state=0)

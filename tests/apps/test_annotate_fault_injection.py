@@ -32,7 +32,8 @@ from jaxclust.errors import StoreRecoveryWarning
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(HERE))
+STANDIN = HERE.parent / "active"  # _standin.py, the stand-in sampler the session tests share
+sys.path.insert(0, str(STANDIN))
 from _standin import StandInSampler, blobs, write_items_csv  # noqa: E402
 
 N_QUERIES = 30
@@ -68,11 +69,11 @@ def _env(tmp_path: Path) -> dict:
     }
 
 
-ITEM = re.compile(r"^  \[(\d+)\] ")
+ITEM = re.compile(r"^  [abc](\d+)$")  # an item's line: its name, the class letter and the row index
 
 
 def _pair(lines: list[str]) -> tuple[int, int]:
-    """The pair of the last question among the output ``lines`` (each item is shown as ``  [i] name``)."""
+    """The pair of the last question among the output ``lines`` (each item is shown by its name, ``  b9``)."""
     a, b = [int(m.group(1)) for m in map(ITEM.match, lines) if m is not None][-2:]
     return min(a, b), max(a, b)
 
@@ -149,7 +150,7 @@ def test_annotate_session_killed_20_times_loses_nothing_and_asks_what_an_uninter
 
     store = tmp_path / "answers.jsonl"
     script = tmp_path / "driver.py"
-    script.write_text(DRIVER.format(here=str(HERE), session=SESSION))
+    script.write_text(DRIVER.format(here=str(STANDIN), session=SESSION))
     cmd, env = [sys.executable, str(script), str(data), str(store)], _env(tmp_path)
     rng = np.random.default_rng(20240601)  # the kill schedule
     kills = torn = 0

@@ -23,7 +23,8 @@ from jaxclust.apps.cli import app
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(HERE))
+STANDIN = HERE.parent / "active"  # _standin.py, the stand-in sampler the session tests share
+sys.path.insert(0, str(STANDIN))
 from _standin import StandInSampler, blobs, write_items_csv  # noqa: E402
 
 
@@ -287,7 +288,7 @@ def test_ctrl_c_says_the_answers_are_saved_without_a_traceback(workdir):
     import signal
 
     driver = workdir / "driver.py"
-    driver.write_text(CTRL_C_DRIVER.format(here=str(HERE)))
+    driver.write_text(CTRL_C_DRIVER.format(here=str(STANDIN)))
     proc = subprocess.Popen(
         [sys.executable, str(driver), "annotate", "items.csv", "--store", "s.jsonl", "--n-queries", "10"],
         stdin=subprocess.PIPE,

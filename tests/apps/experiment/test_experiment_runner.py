@@ -21,7 +21,7 @@ from jaxclust.apps.experiment.runner import _lock, read_record
 from jaxclust.errors import MissingDependencyError, StoreLockedError
 
 FAKE = Path(__file__).resolve().parent / "fake_kinds.py"
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def slow_config(

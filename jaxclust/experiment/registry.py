@@ -1,9 +1,0 @@
-"""Compatibility alias of :mod:`jaxclust.apps.experiment.registry`, where this module's code now lives.
-
-Kept so that code written for the old layout (``from jaxclust.experiment.registry import ...``) keeps working.
-It re-exports the public names (``__all__``) of :mod:`jaxclust.apps.experiment.registry` and holds no code;
-new code imports from there.
-"""
-
-from jaxclust.apps.experiment.registry import *  # noqa: F403
-from jaxclust.apps.experiment.registry import __all__  # noqa: F401
