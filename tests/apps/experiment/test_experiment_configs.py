@@ -365,8 +365,8 @@ def test_noisy_annotators_result_with_an_explicit_prior_is_json(monkeypatch):
 
     from sklearn.datasets import make_blobs
 
-    from jaxclust.dpmm import NormalGamma
     from jaxclust.apps.experiment.registry import load_target
+    from jaxclust.dpmm import NormalGamma
 
     run_one = load_target("@experiments/noisy_annotators.py:run_one")
     X, y = make_blobs(n_samples=30, n_features=2, centers=3, random_state=0)
