@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from jaxclust.errors import StoreError, StoreLockedError
+from jaxclust.files import write_all
 
 __all__ = ["StoreLock", "SessionFile", "session_alive", "sessions_folder"]
 
@@ -27,13 +28,6 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: msvcrt has exclusive locks only
     fcntl = None
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def _try_lock(fd: int, shared: bool = False) -> bool:
@@ -148,7 +142,7 @@ class StoreLock:
         try:
             os.ftruncate(self.fd, 0)
             os.lseek(self.fd, 0, os.SEEK_SET)
-            _write_all(self.fd, json.dumps(_holder_info()).encode())
+            write_all(self.fd, json.dumps(_holder_info()).encode())
         except OSError:  # the lock itself holds; the note is only for the error message
             pass
 
@@ -197,8 +191,10 @@ class SessionFile:
                 ) from exc
         try:
             _try_lock(fd)  # a fresh random name: nobody else has it
-            _write_all(fd, json.dumps(_holder_info(annotator=annotator)).encode())
-            os.replace(tmp, self.path)
+            write_all(fd, json.dumps(_holder_info(annotator=annotator)).encode())
+            os.replace(
+                tmp, self.path
+            )  # published already locked: a file, not its content, is what is atomic here
         except OSError as exc:
             os.close(fd)
             raise StoreError(

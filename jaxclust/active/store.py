@@ -57,7 +57,6 @@ import base64
 import json
 import os
 import sqlite3
-import stat
 import time
 import uuid
 import warnings
@@ -73,6 +72,7 @@ from jaxclust.errors import (
     StoreMismatchError,
     StoreRecoveryWarning,
 )
+from jaxclust.files import append_durably, atomic_write, fsync_dir
 
 __all__ = ["AnswerStore", "ANSWERS", "Update", "check_store_path", "check_annotator", "default_annotator"]
 
@@ -276,26 +276,6 @@ def _classify(obj: Any, n: int | None) -> tuple[str | None, str | None]:
             return (kind, None) if problem is None else (None, problem)
     problem = _answer_problem(obj, n)
     return ("answer", None) if problem is None else (None, problem)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(str(path), os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def check_store_path(path: str | os.PathLike) -> None:
@@ -710,11 +690,10 @@ class AnswerStore:
         try:
             fd = os.open(str(side), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             try:
-                _write_all(fd, b"".join(out))
-                os.fsync(fd)
+                append_durably(fd, b"".join(out))
             finally:
                 os.close(fd)
-            _fsync_dir(side.parent)
+            fsync_dir(side.parent)
         except OSError as exc:
             raise StoreError(
                 f"answer store {self.path}: has damaged records but the side file {side} cannot be written "
@@ -728,7 +707,7 @@ class AnswerStore:
                 self._fd = os.open(str(p), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
             except OSError as exc:
                 raise StoreError(f"answer store {p}: cannot be created ({exc.strerror})") from exc
-            _fsync_dir(p.parent)
+            fsync_dir(p.parent)
             return {}
         try:
             raw = p.read_bytes()
@@ -793,8 +772,7 @@ class AnswerStore:
         try:
             self._fd = os.open(str(p), os.O_WRONLY | os.O_APPEND)
             if torn_ok and not damaged:  # only the newline was missing
-                _write_all(self._fd, b"\n")
-                os.fsync(self._fd)
+                append_durably(self._fd, b"\n")
         except OSError as exc:
             raise StoreError(f"answer store {p}: cannot be opened for writing ({exc.strerror})") from exc
         return meta
@@ -818,25 +796,12 @@ class AnswerStore:
             self._cache = None
 
     def _rewrite(self, data: bytes) -> None:
-        """Replace the store file by ``data`` atomically (temporary file, fsync, ``os.replace``, fsync dir); a
-        store opened through a symbolic link is rewritten where the link points, the link kept."""
+        """Replace the store file by ``data`` atomically; a store opened through a symbolic link is rewritten
+        where the link points, the link kept."""
         p = Path(os.path.realpath(self.path))
-        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
         try:
-            mode = stat.S_IMODE(p.stat().st_mode)
-            fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, p)
-            _fsync_dir(p.parent)
+            atomic_write(p, data)
         except OSError as exc:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
             raise StoreError(
                 f"answer store {p}: could not be repaired ({exc.strerror}); the damaged lines are copied to "
                 f"{self.corrupt_path}, the store is unchanged"
@@ -853,8 +818,7 @@ class AnswerStore:
         except OSError:
             size = None
         try:
-            _write_all(self._fd, data)
-            os.fsync(self._fd)
+            append_durably(self._fd, data)
         except OSError as exc:
             if size is not None:  # never leave half a line for the next append to be glued onto
                 try:

@@ -31,6 +31,7 @@ with answers on their pairs only, is ``make_learner(..., propagation="pairs")`` 
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 import warnings
@@ -41,7 +42,8 @@ from typing import Any, TextIO
 import numpy as np
 
 from jaxclust.apps.items import check_columns_apply, read_items, read_items_csv
-from jaxclust.errors import DatasetNotFoundError, InvalidInputError, JaxclustWarning
+from jaxclust.errors import DatasetNotFoundError, InvalidInputError, JaxclustWarning, StoreError
+from jaxclust.files import atomic_write
 
 __all__ = [
     "read_items_csv",
@@ -410,9 +412,7 @@ def run_annotate(
 
 
 def _write_labels(path: Path, names: list[str], labels: np.ndarray, texts: list[str] | None = None) -> None:
-    """Write ``name,cluster`` (and ``text`` for texts) atomically (a temporary file, then ``os.replace``)."""
-    import io
-
+    """Write ``name,cluster`` (and ``text`` for texts) atomically (:func:`jaxclust.files.atomic_write`)."""
     buf = io.StringIO()
     w = csv.writer(buf)
     clusters = np.unique(labels, return_inverse=True)[1].tolist()
@@ -422,20 +422,9 @@ def _write_labels(path: Path, names: list[str], labels: np.ndarray, texts: list[
     else:
         w.writerow(["name", "cluster", "text"])
         w.writerows(zip(names, clusters, texts, strict=True))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            fh.write(buf.getvalue())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        atomic_write(path, buf.getvalue().encode("utf-8"))
     except OSError as exc:
-        from jaxclust.errors import StoreError
-
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
         raise StoreError(
             f"labels_out {path}: could not be written ({exc.strerror}); the answers are safe"
         ) from exc

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import numpy as np
 
 from jaxclust.apps.items import Items
 from jaxclust.errors import InvalidInputError, NotFittedError, StoreError, StoreMismatchError
+from jaxclust.files import atomic_write
 
 __all__ = ["session_features", "compute_features", "standardise", "features_path"]
 
@@ -49,26 +51,11 @@ def features_path(store_path: str | os.PathLike, fingerprint: str) -> Path:
 
 
 def _save(path: Path, X: np.ndarray) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    buf = io.BytesIO()
+    np.save(buf, X, allow_pickle=False)
     try:
-        with open(tmp, "wb") as fh:
-            np.save(fh, X, allow_pickle=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        try:
-            fd = os.open(str(path.parent), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError:  # pragma: no cover - platforms without directory fds
-            pass
+        atomic_write(path, buf.getvalue())
     except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
         raise StoreError(
             f"answer store features {path}: could not be written ({exc.strerror}); nothing was stored, free disk "
             "space or fix permissions and run again"

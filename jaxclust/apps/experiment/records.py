@@ -6,14 +6,13 @@ Shared by :mod:`jaxclust.apps.experiment.runner` (which writes them) and :mod:`j
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from jaxclust.apps.experiment.config import Run, canonical, params_hash
 from jaxclust.errors import StoreError
+from jaxclust.files import atomic_write
 
 __all__ = ["FORMAT", "atomic_write_json", "read_record", "record_index", "jsonable"]
 
@@ -38,31 +37,14 @@ def jsonable(o: Any) -> Any:
     raise TypeError(f"{type(o).__name__} is not JSON serialisable")
 
 
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):  # not every file system lets a folder be opened and synced
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def atomic_write_json(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON to ``path`` atomically: a temporary file beside it, ``fsync``, ``os.replace``."""
+    """Write ``obj`` as JSON to ``path`` atomically (:func:`jaxclust.files.atomic_write`)."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
     data = json.dumps(obj, indent=1, default=jsonable).encode("utf-8")
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        atomic_write(path, data)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise StoreError(f"{path}: cannot be written ({exc.strerror or exc})") from None
-    _fsync_dir(path.parent)
 
 
 def read_record(path: Path, run: Run | None = None) -> tuple[dict | None, str]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import warnings
 from pathlib import Path
 
 from jaxclust.apps.experiment.records import atomic_write_json, read_record, record_index
 from jaxclust.errors import JaxclustWarning, StoreError
+from jaxclust.files import atomic_write
 
 __all__ = ["summarize", "load_records"]
 
@@ -140,6 +140,7 @@ def _write_csv(path: Path, records: list[dict]) -> None:
                 *(s.get(k, "") for k in values),
             ]
         )
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    tmp.write_text(buf.getvalue(), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        atomic_write(path, buf.getvalue().encode("utf-8"))
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot be written ({exc.strerror or exc})") from None
