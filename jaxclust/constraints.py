@@ -110,6 +110,28 @@ def as_kind(kind: Any, what: str) -> bool:
     raise ConstraintError(f"{what}: kind must be 'must' or 'cannot' (or True / False), got {kind!r}")
 
 
+def check_reply(reply: Any, i: int, j: int, name: str = "oracle") -> str:
+    """``reply`` as ``"must"``, ``"cannot"`` or ``"unknown"`` (True, False and None are accepted for them);
+    ``InvalidInputError`` naming ``name`` and the pair otherwise."""
+    if reply is True:
+        reply = "must"
+    elif reply is False:
+        reply = "cannot"
+    elif reply is None:
+        reply = "unknown"
+    if not isinstance(reply, str) or reply not in ("must", "cannot", "unknown"):
+        raise InvalidInputError(
+            f"{name}: answered {reply!r} for pair ({i}, {j}); expected 'must', 'cannot' or 'unknown'"
+        )
+    return reply
+
+
+def ask(oracle: Any, i: int, j: int) -> str:
+    """Call an oracle (an object with ``answer`` or a plain callable ``oracle(i, j)``) and check its reply."""
+    fn = oracle.answer if hasattr(oracle, "answer") else oracle
+    return check_reply(fn(i, j), i, j)
+
+
 def _error_rate(value: Any, name: str, allow_zero: bool = True) -> float:
     """An answer's error rate as a float in [0, 1/2] ((0, 1/2] when ``allow_zero`` is False)."""
     try:

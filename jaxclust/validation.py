@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxclust.errors import InvalidInputError, InvalidInputTypeError
+from jaxclust.errors import ConstraintError, InvalidInputError, InvalidInputTypeError
 
 __all__ = [
     "check_array",
@@ -274,9 +274,9 @@ def check_fitted(estimator: Any, attribute: str, method: str = "this method") ->
     fitted yet; call fit first"``.
     """
     if not hasattr(estimator, attribute):
-        from jaxclust.errors import NotFittedError
-
         cls = type(estimator).__name__
+        from jaxclust.errors import NotFittedError  # deferred: built on first use from scikit-learn's class
+
         raise NotFittedError(f"{cls}.{method}: this {cls} instance is not fitted yet; call fit first")
 
 
@@ -317,8 +317,6 @@ def reject_constraints_as_y(y: Any, where: str, hint: str, name: str = "y") -> N
     """Raise :class:`~jaxclust.errors.ConstraintError` when constraints were passed as the argument ``name``
     (by default the ignored ``y``) of ``where`` (e.g. ``"KMeans.fit"``); ``hint`` says how to pass them."""
     if y is not None and looks_like_constraints(y):
-        from jaxclust.errors import ConstraintError
-
         raise ConstraintError(
             f"{name}: {where} got constraints ({type(y).__name__}) as {name}, which it does not use; {hint}"
         )

@@ -183,7 +183,9 @@ def dynamic_imports(module: str) -> list[tuple[str, int]]:
 
 def test_app_and_library_modules_are_told_apart():
     assert {"jaxclust.apps.cli", "jaxclust.apps.experiment.runner"} <= APP_MODULES
-    assert {"jaxclust.kmeans.mixture", "jaxclust.kmeans.lloyd_kmeans", "jaxclust.dpmm.model"} <= set(LIBRARY_MODULES)
+    assert {"jaxclust.kmeans.mixture", "jaxclust.kmeans.lloyd_kmeans", "jaxclust.dpmm.model"} <= set(
+        LIBRARY_MODULES
+    )
     assert not APP_MODULES & set(LIBRARY_MODULES)
 
 
@@ -320,3 +322,127 @@ def test_console_script_points_at_the_apps():
     (ep,) = [ep for ep in entry_points(group="console_scripts") if ep.name == "jaxclust"]
     assert ep.value == "jaxclust.apps.cli:app"
     assert ep.load() is importlib.import_module("jaxclust.apps.cli").app
+
+
+# Libraries whose import a module defers by importing inside a function (JAX and what builds on it take
+# seconds; ``jaxclust --help`` and ``import jaxclust`` must not pay for them).
+HEAVY = (
+    "jax",
+    "jaxlib",
+    "numpyro",
+    "optax",
+    "equinox",
+    "sklearn",
+    "scipy",
+    "matplotlib",
+    "ipywidgets",
+    "ray",
+)
+
+
+def _top_level_imports(module: str) -> tuple[set[str], set[str]]:
+    """(jaxclust modules, other top-level packages) imported when ``module`` is imported (not in functions)."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    ours, others = set(), set()
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if isinstance(node, ast.ClassDef):
+                stack.extend(node.body)
+            continue
+        if _type_checking_only(node):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                (ours if a.name in MODULES else others).add(a.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(node, module, MODULES[module].name == "__init__.py")
+            for a in node.names:
+                if f"{base}.{a.name}" in MODULES:
+                    ours.add(f"{base}.{a.name}")
+                elif base in MODULES:
+                    ours.add(base)
+                elif not node.level:
+                    others.add(base)
+        stack.extend(ast.iter_child_nodes(node) if isinstance(node, ast.If | ast.Try | ast.With) else ())
+    return ours, {o.split(".")[0] for o in others}
+
+
+def heavy_modules() -> set[str]:
+    """jaxclust modules whose import loads one of ``HEAVY`` (themselves, or through what they import)."""
+    tops = {m: _top_level_imports(m) for m in MODULES}
+    for ours, _ in tops.values():  # importing a.b.c runs a/__init__ and a/b/__init__ first
+        ours |= {".".join(t.split(".")[:k]) for t in list(ours) for k in range(2, t.count(".") + 1)}
+    heavy = {m for m, (_, others) in tops.items() if others & set(HEAVY)}
+    changed = True
+    while changed:
+        new = {m for m, (ours, _) in tops.items() if m not in heavy and ours & heavy}
+        changed = bool(new)
+        heavy |= new
+    return heavy
+
+
+def function_level_imports(module: str) -> list[tuple[str, int, str]]:
+    """``(imported jaxclust module, line, the line's text)`` of each import inside a function of ``module``."""
+    source = MODULES[module].read_text(encoding="utf-8")
+    lines = source.splitlines()
+    out = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("jaxclust"):
+                base = node.module
+                target = next((f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES), base)
+                out.append((target, node.lineno, lines[node.end_lineno - 1]))
+            elif isinstance(node, ast.Import):
+                out += [
+                    (a.name, node.lineno, lines[node.lineno - 1]) for a in node.names if a.name in MODULES
+                ]
+    return out
+
+
+def test_function_level_imports_only_defer_heavy_libraries_or_break_a_circle():
+    """An import inside a function hides the real import graph: it is allowed only for a module whose import
+    loads JAX or another heavy library (deferred until the function runs), or with the reason in a comment on
+    the import: ``# circle:`` (it breaks an import circle) or ``# deferred:`` (a name built on first use)."""
+    heavy = heavy_modules()
+    assert {"jaxclust.dpmm.model", "jaxclust.active.learner"} <= heavy and "jaxclust.errors" not in heavy
+    # a package that imports its names lazily (a module-level ``__getattr__``) loads them on first use
+    heavy |= {
+        m
+        for m in MODULES
+        if MODULES[m].name == "__init__.py"
+        and "def __getattr__" in MODULES[m].read_text(encoding="utf-8")
+        and any(h.startswith(m + ".") for h in heavy)
+    }
+    offenders = [
+        f"{m}:{line} imports {target}"
+        for m in MODULES
+        for target, line, text in function_level_imports(m)
+        if target not in heavy and "# circle:" not in text and "# deferred:" not in text
+    ]
+    assert offenders == [], "import these at the top of the module:\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize(
+    ("low", "high"),
+    [
+        ("jaxclust.dpmm", "jaxclust.active"),
+        ("jaxclust.kmeans", "jaxclust.active"),
+        ("jaxclust.icc", "jaxclust.active"),
+    ],
+)
+def test_the_sampler_and_the_baselines_never_import_active_learning(low, high):
+    """Active learning is built on the models, never the other way round (shared pieces such as
+    ``jaxclust.coclustering`` and the answer kinds of ``jaxclust.constraints`` live below both)."""
+    offenders = [
+        f"{m}:{line} imports {target}"
+        for m in MODULES
+        if m == low or m.startswith(low + ".")
+        for target, _name, line in imports_of(m)
+        if target == high or target.startswith(high + ".")
+    ]
+    assert offenders == []

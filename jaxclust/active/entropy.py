@@ -1,21 +1,20 @@
-"""Co-clustering probabilities and link entropies from posterior samples of a partition.
+"""The most uncertain pairs: link entropies of sampled partitions, and the unknown pairs that maximise them.
 
-Given ``S`` sampled partitions ``z^(s)`` of ``n`` items (rows of ``samples``), the co-clustering probability
-of a pair is ``p_ij = sum_s w_s 1[z_i^(s) = z_j^(s)] / sum_s w_s`` (uniform weights by default) and its link
-entropy is the binary entropy ``H_ij = -p ln p - (1 - p) ln(1 - p)`` in nats (Vlachos, Ghahramani & Briscoe
-2010, Eq. 2). Both are invariant to label switching, so samples from different chains can be pooled.
+The co-clustering probability ``p_ij`` of a pair and its link entropy ``H_ij`` (Vlachos, Ghahramani & Briscoe
+2010, Eq. 2) are defined in :mod:`jaxclust.coclustering`, which also computes the full ``(n, n)`` matrices
+(:func:`coclustering` and :func:`link_entropy` are re-exported here).
 
-``coclustering`` and ``link_entropy`` return full ``(n, n)`` matrices and are meant for moderate ``n``.
-``top_entropy_pairs`` never builds anything ``n x n``. A pair has positive entropy only if it shares a
+:func:`top_entropy_pairs` never builds anything ``n x n``. A pair has positive entropy only if it shares a
 component in some but not all samples, so it works on distinct label vectors ("signatures": items labelled
 alike in every retained sample are interchangeable) and on the pairs inside sampled components: a sparse
 co-occurrence product whose cost is ``sum_s sum_C m_C^2`` over components ``C`` holding ``m_C`` signatures,
 or, when that is larger than sweeping all signature pairs (very uncertain samples), a blockwise jitted sweep
 over signature pairs (compare-and-add on a CPU, one-hot matrix products on an accelerator) that keeps a running
-top-k. The pairs are then taken in entropy order, ties by index, skipping known and excluded pairs, exactly as
-the former dense ``O(n^2)`` sweep (kept as ``_top_entropy_pairs_reference``) returns them. Sample weights are a
-0/1 mask in the batch method (samples that disagree with an answer are dropped); shapes are bucketed so a
-session compiles the sweep a few times at most.
+top-k. The pairs are then taken in entropy order, ties by index, skipping known and excluded pairs: exactly the
+pairs of the dense ``O(n^2)`` sweep over all item pairs (``_dense_select``). Sample weights are any
+non-negative numbers: the batch strategy multiplies a sample's weight by how well it agrees with each answer
+(0 or 1 for a hard answer, ``eps`` or ``1 - eps`` for one given with error rate ``eps``). Shapes are bucketed
+so a session compiles the sweep a few times at most.
 """
 
 from __future__ import annotations
@@ -27,36 +26,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.scipy.special import entr
 
+from jaxclust.coclustering import (
+    as_sample_weights,
+    as_samples,
+    binary_entropy,
+    coclustering,
+    entropy_from_counts,
+    link_entropy,
+    row_counts,
+    total_weight,
+)
 from jaxclust.constraints import as_constraints
 from jaxclust.errors import InvalidInputError
 from jaxclust.shapes import next_pow2
-from jaxclust.validation import check_array, check_index, check_int
+from jaxclust.validation import check_index, check_int
 
 __all__ = ["coclustering", "link_entropy", "agreeing_samples", "top_entropy_pairs", "binary_entropy"]
-
-
-def binary_entropy(p: jax.Array) -> jax.Array:
-    """Binary entropy in nats, ``0 log 0 = 0``; ``p`` of any shape."""
-    return entr(p) + entr(1.0 - p)
-
-
-def _as_samples(samples) -> np.ndarray:
-    """(S, n) labels as int32 ids per row; integer labels are compared exactly (``2**53`` and ``2**53 + 1``
-    differ), whatever their size."""
-    arr = samples if isinstance(samples, np.ndarray) else None
-    exact = arr is not None and arr.dtype != bool and np.issubdtype(arr.dtype, np.integer)
-    if not (exact and arr.ndim == 2 and arr.shape[0] >= 1 and arr.shape[1] >= 2):
-        arr = check_array(
-            samples, name="samples", min_rows=1, min_cols=2, dtype=np.float64
-        )  # names the problem
-        if not np.all(arr == np.round(arr)):
-            raise InvalidInputError("samples: expected integer component labels")
-    out = np.empty(arr.shape, np.int32)
-    for s, row in enumerate(arr):
-        out[s] = np.unique(row, return_inverse=True)[1].reshape(-1)
-    return out
 
 
 def check_pairs(pairs, n: int, name: str) -> list[tuple[int, int]]:
@@ -69,87 +55,6 @@ def check_pairs(pairs, n: int, name: str) -> list[tuple[int, int]]:
             (check_index(p[0], n, f"{name} {tuple(p)!r}"), check_index(p[1], n, f"{name} {tuple(p)!r}"))
         )
     return out
-
-
-def _as_weights(weights, n_samples: int) -> jax.Array:
-    if weights is None:
-        return jnp.ones((n_samples,), jnp.float32)
-    w = check_array(weights, name="weights", min_rows=1, ndim=1)
-    if w.shape[0] != n_samples:
-        raise InvalidInputError(f"weights: expected {n_samples} entries (one per sample), got {w.shape[0]}")
-    if (w < 0).any() or w.sum() <= 0:
-        raise InvalidInputError("weights: must be non-negative with a positive sum")
-    # only the ratios matter: scaled to a maximum of 1 in float64, so 1e39 or 1e-46 survive float32
-    return jnp.asarray(w / w.max(), jnp.float32)
-
-
-def _row_counts(samples: jax.Array, weights: jax.Array, rows: jax.Array) -> jax.Array:
-    """``(len(rows), n)`` weighted co-assignment counts; a scan over samples so no ``(S, rows, n)`` tensor
-    exists.
-    """
-    zr = samples[:, rows]  # (S, B)
-
-    def add(acc, xs):
-        z, z_rows, w = xs
-        return acc + w * (z_rows[:, None] == z[None, :]), None
-
-    counts, _ = lax.scan(
-        add, jnp.zeros((rows.shape[0], samples.shape[1]), jnp.float32), (samples, zr, weights)
-    )
-    return counts
-
-
-def _total(weights: jax.Array) -> jax.Array:
-    return jnp.maximum(weights.sum(), jnp.finfo(jnp.float32).tiny)
-
-
-def _entropy_from_counts(counts: jax.Array, total: jax.Array) -> jax.Array:
-    # H(p) = H(1 - p): evaluate at the smaller of the two counts so that p and 1 - p give bit-identical
-    # entropies (exact ties, hence a deterministic order among equally uncertain pairs)
-    q = jnp.minimum(counts, total - counts) / total
-    return binary_entropy(q)
-
-
-@jax.jit
-def _coclustering(samples: jax.Array, weights: jax.Array) -> jax.Array:
-    return _row_counts(samples, weights, jnp.arange(samples.shape[1])) / _total(weights)
-
-
-@jax.jit
-def _link_entropy(samples: jax.Array, weights: jax.Array) -> jax.Array:
-    counts = _row_counts(samples, weights, jnp.arange(samples.shape[1]))
-    return _entropy_from_counts(counts, _total(weights))
-
-
-def coclustering(samples, weights=None) -> jax.Array:
-    """Fraction of (weighted) samples in which each pair of items shares a component.
-
-    Parameters
-    ----------
-    samples : array-like of int, shape (S, n)
-        Sampled partitions, one per row (any integer labels; label switching does not matter).
-    weights : array-like, shape (S,), optional
-        Non-negative sample weights (0/1 to drop samples); uniform if omitted.
-
-    Returns
-    -------
-    jax.Array, shape (n, n), float32
-        ``p_ij``; the diagonal is 1. Materialises ``n x n``: use :func:`top_entropy_pairs` for large ``n``.
-
-    Every integer is a component id, negative ones included: ``-1`` is a label like any other (two items
-    labelled ``-1`` in a sample share a component in it), so the diagonal is exactly 1 whatever the labels.
-    """
-    z = _as_samples(samples)
-    return _coclustering(jnp.asarray(z), _as_weights(weights, z.shape[0]))
-
-
-def link_entropy(samples, weights=None) -> jax.Array:
-    """Binary entropy (nats) of the event "i and j share a component" under the samples, shape (n, n).
-
-    The diagonal is 0. See :func:`coclustering` for the arguments.
-    """
-    z = _as_samples(samples)
-    return _link_entropy(jnp.asarray(z), _as_weights(weights, z.shape[0]))
 
 
 def agreeing_samples(samples, i, j, must) -> jax.Array:
@@ -170,7 +75,6 @@ def agreeing_samples(samples, i, j, must) -> jax.Array:
 
 
 def _item_index(i, n: int, name: str):
-    from jaxclust.validation import check_index
 
     if isinstance(i, jax.core.Tracer):
         return i
@@ -196,7 +100,7 @@ def _top_pairs(samples, weights, group_of, partners, *, k: int, block: int):
     n = samples.shape[1]
     n_blocks = -(-n // block)
     cols = jnp.arange(n)
-    total = _total(weights)
+    total = total_weight(weights)
     group_pad = jnp.concatenate([group_of, jnp.full((n_blocks * block - n,), -1, group_of.dtype)])
     kk = min(k, block * n)
 
@@ -205,7 +109,7 @@ def _top_pairs(samples, weights, group_of, partners, *, k: int, block: int):
         rows = b * block + jnp.arange(block)
         valid_row = rows < n
         safe_rows = jnp.where(valid_row, rows, 0)
-        h = _entropy_from_counts(_row_counts(samples, weights, safe_rows), total)  # (block, n) float32
+        h = entropy_from_counts(row_counts(samples, weights, safe_rows), total)  # (block, n) float32
         g_r = group_pad[rows]  # (block,)
         same_group = g_r[:, None] == group_of[None, :]
         p_rows = partners[jnp.clip(g_r, 0, partners.shape[0] - 1)]  # (block, c)
@@ -244,7 +148,7 @@ def group_arrays(constraints, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _validate(samples, k, constraints, weights, exclude, block):
-    z = _as_samples(samples)
+    z = as_samples(samples)
     n = z.shape[1]
     k = check_int(k, "k", minimum=1)
     constraints = as_constraints(constraints, n, where="top_entropy_pairs", subject="the samples have {n}")
@@ -252,16 +156,7 @@ def _validate(samples, k, constraints, weights, exclude, block):
     block = int(min(n, 256) if block is None else block)
     if block < 1:
         raise InvalidInputError(f"block: must be >= 1, got {block}")
-    return z, int(k), constraints, excl, block, _as_weights(weights, z.shape[0])
-
-
-def _checked(out, constraints):
-    if constraints is not None and out:  # the exact check, transitivity included (the selection mirrors it)
-        known = np.asarray(constraints.is_known(np.array([p[0] for p in out]), np.array([p[1] for p in out])))
-        if known.any():
-            bad = [p for p, kn in zip(out, known, strict=True) if kn]
-            raise AssertionError(f"internal: known pair selected {bad}")
-    return out
+    return z, int(k), constraints, excl, block, as_sample_weights(weights, z.shape[0])
 
 
 def top_entropy_pairs(samples, k: int, constraints=None, weights=None, exclude=(), block: int | None = None):
@@ -283,7 +178,7 @@ def top_entropy_pairs(samples, k: int, constraints=None, weights=None, exclude=(
     constraints : jaxclust.constraints.Constraints, optional
         Pairs whose status is known, directly or by transitivity, are never returned.
     weights : array-like, shape (S,), optional
-        Sample weights (the batch method's 0/1 mask of retained samples).
+        Non-negative sample weights (the batch strategy's agreement of each sample with the answers).
     exclude : iterable of (i, j)
         Further pairs never to return (e.g. answered "don't know").
     block : int, optional
@@ -298,20 +193,12 @@ def top_entropy_pairs(samples, k: int, constraints=None, weights=None, exclude=(
         entropy, the list goes on with zero-entropy unknown pairs in that index order.
     """
     z, k, constraints, excl, block, w = _validate(samples, k, constraints, weights, exclude, block)
-    return _checked(_select(z, k, constraints, w, excl, block), constraints)
+    return _select(z, k, constraints, w, excl, block)
 
 
-def _top_entropy_pairs_reference(samples, k, constraints=None, weights=None, exclude=(), block=None):
-    """The dense sweep over all ``n^2`` pairs (:func:`top_entropy_pairs` before signatures), same contract.
-
-    Kept as the reference the fast path is tested and benchmarked against, and as the fallback for the one
-    case the fast path does not cover (see :func:`_select`).
-    """
-    z, k, constraints, excl, block, w = _validate(samples, k, constraints, weights, exclude, block)
-    return _checked(_reference_select(z, k, constraints, w, excl, block), constraints)
-
-
-def _reference_select(z, k, constraints, w, excl, block):
+def _dense_select(z, k, constraints, w, excl, block):
+    """The blockwise sweep over all ``n^2`` pairs: the exact answer at ``O(n^2)`` cost, for the rare weights
+    the signature path does not reproduce bit for bit (see :func:`_select`)."""
     n = z.shape[1]
     group_of, partners = group_arrays(constraints, n)
     # ask for enough extra candidates to survive the host-side exclusion; pad to a power of two so k rarely
@@ -415,7 +302,7 @@ def _bucket(x: int) -> int:
 
 @jax.jit
 def _entropy_of_counts(counts: jax.Array, weights: jax.Array) -> jax.Array:
-    return _entropy_from_counts(counts, _total(weights))
+    return entropy_from_counts(counts, total_weight(weights))
 
 
 def _entropies(counts: np.ndarray, weights: jax.Array) -> np.ndarray:
@@ -520,7 +407,7 @@ def _scan_sig_pairs(counts_fn, m_pad, m, total, *, k: int, block: int):
     def scan_block(carry, b):
         best_h, best_r, best_c = carry
         rows = b * block + jnp.arange(block)
-        h = _entropy_from_counts(counts_fn(rows), total)  # (block, m_pad) float32
+        h = entropy_from_counts(counts_fn(rows), total)  # (block, m_pad) float32
         ok = (cols[None, :] > rows[:, None]) & (cols[None, :] < m) & (h > 0)
         score = jnp.where(ok, h, -jnp.inf).reshape(-1)
         h_blk, idx = lax.top_k(score, kk)
@@ -538,8 +425,8 @@ def _scan_sig_pairs(counts_fn, m_pad, m, total, *, k: int, block: int):
 @functools.partial(jax.jit, static_argnames=("k", "block"))
 def _dense_top_compare(labels, weights, m, *, k: int, block: int):
     """labels (S, m_pad) int32 signature labels (rows of zero-weight samples are arbitrary)."""
-    counts_fn = functools.partial(_row_counts, labels, weights)  # the reference's own accumulation order
-    return _scan_sig_pairs(counts_fn, labels.shape[1], m, _total(weights), k=k, block=block)
+    counts_fn = functools.partial(row_counts, labels, weights)  # the reference's own accumulation order
+    return _scan_sig_pairs(counts_fn, labels.shape[1], m, total_weight(weights), k=k, block=block)
 
 
 @functools.partial(jax.jit, static_argnames=("k", "block", "dtype"))
@@ -558,7 +445,7 @@ def _dense_top_matmul(comp, wcomp, weights, m, *, k: int, block: int, dtype: str
             onehot[rows] * w, onehot.T, preferred_element_type=jnp.float32, precision=lax.Precision.HIGHEST
         )
 
-    return _scan_sig_pairs(counts_fn, m_pad, m, _total(weights), k=k, block=block)
+    return _scan_sig_pairs(counts_fn, m_pad, m, total_weight(weights), k=k, block=block)
 
 
 def _dense_top(sg, comp, sample_of, wnp, w, K: int, block: int, method: str):
@@ -712,7 +599,7 @@ def _select(z, k, constraints, w, excl, block, route=None, method=None):
         for x in wnp:
             full = np.float32(full + x)
         if _entropies(np.array([full], np.float32), w)[0] > 0:
-            return _reference_select(z, k, constraints, w, excl, block)
+            return _dense_select(z, k, constraints, w, excl, block)
     wpos = wnp[pos]
     excl_keys = np.array(sorted(i * n + j for i, j in excl if 0 <= i < j < n), np.int64)
     comp, sizes, sample_of = _components(sg.labels)

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from jaxclust.errors import InvalidInputError
+from jaxclust.constraints import ask, check_reply
 from jaxclust.validation import check_float, check_index, check_labels, seed_from
 
 __all__ = [
@@ -56,28 +56,6 @@ def shorten(text: Any, max_chars: int | None = 300) -> str:
     if space >= 0.7 * len(cut):  # end on a whole word unless that loses too much
         cut = cut[:space]
     return cut.rstrip() + "..."
-
-
-def check_reply(reply: Any, i: int, j: int, name: str = "oracle") -> str:
-    """``reply`` as ``"must"``, ``"cannot"`` or ``"unknown"`` (True, False and None are accepted for them);
-    ``InvalidInputError`` naming ``name`` and the pair otherwise."""
-    if reply is True:
-        reply = "must"
-    elif reply is False:
-        reply = "cannot"
-    elif reply is None:
-        reply = "unknown"
-    if not isinstance(reply, str) or reply not in ("must", "cannot", "unknown"):
-        raise InvalidInputError(
-            f"{name}: answered {reply!r} for pair ({i}, {j}); expected 'must', 'cannot' or 'unknown'"
-        )
-    return reply
-
-
-def ask(oracle: Any, i: int, j: int) -> str:
-    """Call an oracle (object with ``answer`` or plain callable) and check its reply."""
-    fn = oracle.answer if hasattr(oracle, "answer") else oracle
-    return check_reply(fn(i, j), i, j)
 
 
 class GoldOracle:

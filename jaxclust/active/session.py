@@ -28,6 +28,12 @@ from jaxclust.active.oracles import SessionStopped, check_reply
 from jaxclust.active.selection import Round, pick
 from jaxclust.constraints import Constraints
 from jaxclust.errors import JaxclustWarning
+from jaxclust.metrics.partition import (
+    homogeneity_completeness_v_measure,
+    pairwise_link_accuracy,
+    v_beta,
+    variation_of_information,
+)
 from jaxclust.validation import prng_key
 
 __all__ = ["SessionState", "apply_answer", "plan_resume", "Session", "describe_conflict", "score_samples"]
@@ -41,12 +47,6 @@ def score_samples(samples, labels) -> dict[str, float]:
     Returns ``v_beta``, ``v_measure``, ``homogeneity``, ``completeness``, ``vi`` (nats) and ``link_accuracy``
     (fraction of item pairs whose same/different status matches the gold standard), plus ``n_clusters``.
     """
-    from jaxclust.metrics.partition import (
-        homogeneity_completeness_v_measure,
-        pairwise_link_accuracy,
-        v_beta,
-        variation_of_information,
-    )
 
     samples = np.atleast_2d(np.asarray(samples))
     rows = []

@@ -41,6 +41,14 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from jaxclust.active.store import (
+    AnswerStore,
+    check_annotator,
+    check_shared_path,
+    check_store_path,
+    default_annotator,
+)
+from jaxclust.apps.features import compute_features, session_features
 from jaxclust.apps.items import check_columns_apply, read_items, read_items_csv
 from jaxclust.errors import DatasetNotFoundError, InvalidInputError, JaxclustWarning, StoreError
 from jaxclust.files import atomic_write
@@ -145,7 +153,6 @@ def check_annotate_options(
     ``InvalidInputError`` (or ``StoreError`` for the store) names the option as ``spelled`` maps it (the command
     line passes ``--n-queries`` etc.; Python callers see the parameter names).
     """
-    from jaxclust.active.store import check_annotator, check_shared_path, check_store_path
 
     name = (spelled or {}).get
 
@@ -291,8 +298,6 @@ def run_annotate(
         model = default_model(random_state)
 
     from jaxclust.active import InteractiveOracle
-    from jaxclust.active.store import AnswerStore, default_annotator
-    from jaxclust.apps.features import compute_features, session_features
 
     def say(text: str = "") -> None:
         print(text, file=out, flush=True)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import typer
 
+from jaxclust.apps.cli_active import annotate, demo
 from jaxclust.apps.cli_common import Command, OneLineErrors
+from jaxclust.apps.experiment.cli import app as experiment_app
 
 __all__ = ["app", "info", "main"]
 
@@ -64,11 +66,9 @@ def info() -> None:
 
 def _register() -> None:
     # Commands live beside the code they drive; importing these modules is cheap (no JAX until a command runs).
-    from jaxclust.apps.cli_active import annotate, demo
 
     app.command(cls=Command, help=demo.__doc__)(demo)
     app.command(cls=Command, help=annotate.__doc__)(annotate)
-    from jaxclust.apps.experiment.cli import app as experiment_app
 
     app.add_typer(experiment_app, name="experiment")
 

@@ -12,7 +12,10 @@ from pathlib import Path
 
 import typer
 
+from jaxclust.apps.annotate import check_annotate_options, default_model, run_annotate
 from jaxclust.apps.cli_common import Command, OneLineErrors, fail, one_line_warnings
+from jaxclust.apps.demo import check_demo_options, run_demo
+from jaxclust.errors import JaxclustError
 
 __all__ = ["demo", "annotate", "app"]
 
@@ -49,8 +52,6 @@ def demo(
     n_queries: int = typer.Option(None, "--n-queries", help="Override the number of questions (>= 1)."),
 ) -> None:
     """Active vs random constraint selection for the constrained DPMM on the wine data (no data needed)."""
-    from jaxclust.apps.demo import check_demo_options
-    from jaxclust.errors import JaxclustError
 
     _count(seed, "--seed", 0)
     _count(n_queries, "--n-queries", 1)
@@ -58,7 +59,6 @@ def demo(
         check_demo_options(out, n_queries, seed, spelled={"out_dir": "--out"})
     except JaxclustError as exc:
         fail(str(exc))
-    from jaxclust.apps.demo import run_demo
 
     try:
         run_demo(
@@ -131,8 +131,6 @@ def annotate(
     seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
 ) -> None:
     """Interactive, resumable active clustering of your own texts or data: answer y / n / d (don't know) / q."""
-    from jaxclust.apps.annotate import check_annotate_options
-    from jaxclust.errors import JaxclustError
 
     _count(n_burnin, "--n-burnin", 0)
     _count(n_samples, "--n-samples", 1)
@@ -157,8 +155,6 @@ def annotate(
         )
     except JaxclustError as exc:
         fail(str(exc))
-
-    from jaxclust.apps.annotate import default_model, run_annotate
 
     model = default_model(seed, n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples)
     try:

@@ -16,6 +16,8 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from jaxclust.errors import JaxclustWarning
+
 try:  # typer >= 0.20 vendors click
     from typer._click import exceptions as _cx
 except ImportError:  # pragma: no cover - older typer on click
@@ -38,8 +40,6 @@ def one_line_warnings() -> Iterator[None]:
 
     def show(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001
         typer.echo(f"warning: {' '.join(str(message).split())}", err=True)
-
-    from jaxclust.errors import JaxclustWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", JaxclustWarning)  # ours always reach the person; others as configured

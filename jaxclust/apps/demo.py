@@ -31,6 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from jaxclust.errors import InvalidInputError
+from jaxclust.validation import seed_from
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -242,8 +245,6 @@ def check_demo_options(
     """Check the demo's options before anything is created: ``InvalidInputError`` names the culprit
     (``spelled`` maps parameter names to the names messages use, e.g. ``{"out_dir": "--out"}``).
     """
-    from jaxclust.errors import InvalidInputError
-    from jaxclust.validation import seed_from
 
     name = (spelled or {}).get
     if n_queries is not None and (

@@ -22,9 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from jaxclust import errors
 from jaxclust.apps.items import Items
-from jaxclust.errors import InvalidInputError, NotFittedError, StoreError, StoreMismatchError
+from jaxclust.errors import InvalidInputError, StoreError, StoreMismatchError
 from jaxclust.files import atomic_write
+from jaxclust.validation import check_array
 
 __all__ = ["session_features", "compute_features", "standardise", "features_path"]
 
@@ -81,8 +83,6 @@ def compute_features(items: Items, featurizer=None) -> np.ndarray:
     it before creating a store, so that bad items create nothing (then pass the same ``featurizer`` object and
     the result to :func:`session_features`)."""
     if items.kind == "numbers":
-        from jaxclust.validation import check_array
-
         X = standardise(check_array(items.X, name=items.label, min_rows=2))
     else:
         from jaxclust.text.featurize import TextFeaturizer
@@ -165,7 +165,7 @@ def session_features(items: Items, store, featurizer=None, computed: np.ndarray 
         if callable(describe) and "featurizer" not in store.meta:
             try:  # for the record only: which settings and scikit-learn made the features
                 store.check_meta({"featurizer": describe()})
-            except (StoreMismatchError, NotFittedError):
+            except (StoreMismatchError, errors.NotFittedError):  # read on failure: loads scikit-learn
                 pass
         return X
     return _saved_features(store, items, model, meta["fingerprint"])

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxclust.errors import DatasetNotFoundError, InvalidInputError
+from jaxclust.validation import check_array
 
 __all__ = ["Items", "read_items", "read_items_csv", "items_from_texts", "items_from_array", "file_kind"]
 
@@ -395,7 +396,6 @@ def items_from_texts(texts, names=None) -> Items:
 
 def items_from_array(X, names=None, texts=None) -> Items:
     """Items from a feature matrix (your own embeddings); ``texts`` (optional) are shown with the questions."""
-    from jaxclust.validation import check_array
 
     X = check_array(X, name="X", min_rows=2)
     names = [f"item {k}" for k in range(len(X))] if names is None else [str(x) for x in names]

@@ -35,6 +35,17 @@ from typing import Any
 
 import numpy as np
 
+from jaxclust.active.oracles import item_label, shorten
+from jaxclust.active.store import AnswerStore, check_annotator, default_annotator
+from jaxclust.apps import items as items_mod
+from jaxclust.apps.annotate import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_STOP_ENTROPY,
+    DEFAULT_STRATEGY,
+    default_model,
+    make_learner,
+)
+from jaxclust.apps.features import compute_features, session_features
 from jaxclust.errors import InvalidInputError, MissingDependencyError
 
 __all__ = ["NotebookAnnotator", "REPLIES"]
@@ -142,16 +153,6 @@ class NotebookAnnotator:
         featurizer: Any = None,
         max_chars: int | None = 300,
     ):
-        from jaxclust.active.store import AnswerStore, check_annotator, default_annotator
-        from jaxclust.apps import items as items_mod
-        from jaxclust.apps.annotate import (
-            DEFAULT_BATCH_SIZE,
-            DEFAULT_STOP_ENTROPY,
-            DEFAULT_STRATEGY,
-            default_model,
-            make_learner,
-        )
-        from jaxclust.apps.features import compute_features, session_features
 
         self._w = _widgets()
         given = [k for k, v in (("data", data), ("texts", texts), ("X", X)) if v is not None]
@@ -335,7 +336,6 @@ class NotebookAnnotator:
     # --- what it shows ----------------------------------------------------------------------------------
     def describe(self, i: int) -> str:
         """How item ``i`` is shown: its name, then its text (or context, or feature values)."""
-        from jaxclust.active.oracles import item_label, shorten
 
         name = item_label(self.items.names, i, self.max_chars)
         shown = self.items.shown

@@ -21,6 +21,7 @@ from jaxclust.datasets.senseval import load_senseval2
 from jaxclust.datasets.sklearn_sets import load_digits, load_iris, load_wine
 from jaxclust.datasets.subjectivity import load_subjectivity
 from jaxclust.datasets.verbs import load_verbs_biomed, load_verbs_general
+from jaxclust.errors import InvalidInputError
 
 __all__ = [
     "DATA_ENV",
@@ -73,8 +74,6 @@ def load_dataset(name: str, /, **kwargs):
         When ``name`` is not a registered loader, or a keyword is not one of its options.
     """
     import inspect
-
-    from jaxclust.errors import InvalidInputError
 
     if name not in LOADERS:
         raise InvalidInputError(f"unknown dataset {name!r}; known: {', '.join(sorted(LOADERS))}")

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from jaxclust.errors import DatasetNotFoundError, InvalidInputError, JaxclustError
+from jaxclust.metrics.conll import ConllDocument
 
 __all__ = [
     "DATA_ENV",
@@ -210,7 +211,6 @@ class CorefDocument:
         labels : array-like of int, shape (m,), optional
             A predicted cluster id per mention (a system response); default the gold entities.
         """
-        from jaxclust.metrics.conll import ConllDocument
 
         ids = self.entities if labels is None else np.asarray(labels)
         if ids.shape != (self.n_mentions,):

@@ -29,7 +29,7 @@ from jax.sharding import PartitionSpec as P
 
 from jaxclust.dpmm import gibbs
 from jaxclust.dpmm.kernels import Kernel, iterate
-from jaxclust.dpmm.rows import RowAxis
+from jaxclust.dpmm.rows import RowAxis, resolve_mesh
 from jaxclust.errors import InvalidInputError
 
 __all__ = [
@@ -359,8 +359,6 @@ def run_chains(
     n_rows = int(data.valid.shape[0])
     rows = None
     if mesh is not None:
-        from jaxclust.dpmm.rows import resolve_mesh
-
         mesh = resolve_mesh(mesh)
         if spec.sampler == "subcluster":
             rows = RowAxis(mesh.axis_names[0], int(data.group_of.shape[0]), int(mesh.size), any_partners)

@@ -10,11 +10,13 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
+from jaxclust.coclustering import coclustering
 from jaxclust.constraints import as_constraints
-from jaxclust.dpmm import chains, gibbs
+from jaxclust.dpmm import chains, distributed, gibbs
 from jaxclust.dpmm.diagnostics import chain_diagnostics
 from jaxclust.dpmm.families import DirichletMultinomial, NormalGamma, NormalInverseWishart
 from jaxclust.dpmm.kernels import SAMPLERS, Kernel
+from jaxclust.dpmm.predictive import assignment_probabilities
 from jaxclust.errors import InvalidInputError, JaxclustWarning, NotFittedError
 from jaxclust.validation import check_array, check_labels, check_positive, prng_key
 
@@ -240,8 +242,6 @@ def sample(
     alpha = check_positive(alpha, "alpha")
     alpha_prior = _check_alpha_prior(alpha_prior)
     if mesh is not None:
-        from jaxclust.dpmm import distributed
-
         mesh = distributed.resolve_mesh(mesh)
     constraints = as_constraints(constraints, n, where="jaxclust.dpmm.sample")
     n_groups = n if constraints is None else constraints.n_groups
@@ -304,17 +304,6 @@ def sample(
         spec=spec,
         mesh=mesh,
     )
-
-
-def coclustering(samples: np.ndarray) -> np.ndarray:
-    """P[i, j] = fraction of samples (S, n) in which items i and j share a component, float64 (n, n).
-
-    The same as :func:`jaxclust.active.coclustering` (whose semantics it shares: any integer labels, the
-    diagonal is 1).
-    """
-    from jaxclust.active.entropy import coclustering as _coclustering
-
-    return np.asarray(_coclustering(samples), dtype=np.float64)
 
 
 class DPMM(ClusterMixin, BaseEstimator):
@@ -495,7 +484,7 @@ class DPMM(ClusterMixin, BaseEstimator):
         if "samples_" not in vars(self):
             raise NotFittedError("DPMM: call fit before reading coclustering_")
         if self._coclustering is None:
-            self._coclustering = coclustering(self.samples_)
+            self._coclustering = np.asarray(coclustering(self.samples_), dtype=np.float64)
         return self._coclustering
 
     def predict_proba(self, X) -> np.ndarray:
@@ -504,8 +493,6 @@ class DPMM(ClusterMixin, BaseEstimator):
         item, averaged over the retained samples (:mod:`jaxclust.dpmm.predictive`). Rows sum to 1. The
         training data's constraints do not apply to new points."""
         import warnings
-
-        from jaxclust.dpmm.predictive import assignment_probabilities
 
         if "samples_" not in vars(self):
             raise NotFittedError("DPMM.predict_proba: call fit before predict_proba")

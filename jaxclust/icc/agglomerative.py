@@ -31,7 +31,9 @@ from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import squareform
 from sklearn.base import BaseEstimator, ClusterMixin
 
+from jaxclust.constraints import as_constraints
 from jaxclust.errors import InvalidInputError, NotFittedError
+from jaxclust.validation import check_array
 
 __all__ = [
     "ConstrainedAgglomerative",
@@ -478,8 +480,6 @@ class ConstrainedAgglomerative(ClusterMixin, BaseEstimator):
             Also positional, ``fit(X, constraints)``: the convention of every constrained jaxclust estimator
             (there is no ``y``; an array here raises ``ConstraintError``).
         """
-        from jaxclust.constraints import as_constraints
-        from jaxclust.validation import check_array
 
         X = check_array(X, name="X", min_rows=2)
         n = X.shape[0]

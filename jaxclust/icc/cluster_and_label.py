@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from jaxclust.errors import InvalidInputError
+from jaxclust.icc.loop import ICC
 
 __all__ = [
     "make_classifier",
@@ -130,7 +131,6 @@ def icc_curve(
     -------
     (accuracies, purities of the generated labels) per budget.
     """
-    from jaxclust.icc.loop import ICC
 
     y = np.asarray(y)
     b = _check_budgets(budgets, len(y))

@@ -34,8 +34,10 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from jaxclust.errors import InvalidInputError, NotFittedError
+from jaxclust.constraints import as_constraints
+from jaxclust.errors import ConstraintError, InvalidInputError, NotFittedError
 from jaxclust.shapes import next_pow2
+from jaxclust.validation import check_array, check_float, looks_like_constraints
 
 __all__ = [
     "ITML",
@@ -293,9 +295,6 @@ def _pairs_from_input(pairs, y, n: int):
     Constraints are what :func:`jaxclust.constraints.as_constraints` accepts (a Constraints, a dict with
     ``must_link``/``cannot_link``, a pair of pair lists), given as ``pairs`` with ``y`` omitted.
     """
-    from jaxclust.constraints import as_constraints
-    from jaxclust.errors import ConstraintError
-    from jaxclust.validation import looks_like_constraints
 
     if looks_like_constraints(y):
         raise ConstraintError(
@@ -395,7 +394,6 @@ class ITML(BaseEstimator):
         Similar pairs are projected before dissimilar ones in each sweep (stable order otherwise), as
         metric-learn does.
         """
-        from jaxclust.validation import check_array, check_float
 
         X = check_array(X, name="X", min_rows=2)
         if not (isinstance(self.padding, str) and self.padding in ("fine", "pow2")):
@@ -450,7 +448,6 @@ class ITML(BaseEstimator):
             raise NotFittedError("ITML: call fit before using the learned metric")
 
     def _check_X_fitted(self, X, method: str) -> np.ndarray:
-        from jaxclust.validation import check_array
 
         self._check_fitted()
         X = check_array(X, name="X", min_rows=1)

@@ -44,7 +44,16 @@ from jaxclust.icc.agglomerative import (
     euclidean_distances,
     klein_active_queries,
 )
+from jaxclust.icc.itml import ITML
 from jaxclust.icc.silhouette import silh_const_scores, silh_const_weights
+from jaxclust.validation import (
+    check_array,
+    check_int,
+    check_labels,
+    reject_constraints_as_y,
+    seed_from,
+    sklearn_seed,
+)
 
 __all__ = ["ICC", "prototypes", "propagate_labels", "label_constraints"]
 
@@ -67,7 +76,6 @@ def propagate_labels(
     """(n,) label codes: own label if labelled, else the cluster's majority label (ties -> smallest code);
     members of clusters without any labelled instance take the label of their nearest labelled instance under
     ``D``."""
-    from jaxclust.validation import check_labels
 
     clusters = check_labels(clusters, name="clusters", min_length=1)
     n = clusters.shape[0]
@@ -115,11 +123,8 @@ def _reduce(X, n_components, seed):
     if sp.issparse(X):
         from sklearn.decomposition import TruncatedSVD
 
-        from jaxclust.validation import sklearn_seed
-
         k = min(n_components or 100, X.shape[1] - 1, X.shape[0] - 1)
         return TruncatedSVD(k, random_state=sklearn_seed(seed)).fit_transform(X)
-    from jaxclust.validation import check_array
 
     X = check_array(X, name="X", min_rows=2)
     if n_components is not None and X.shape[1] > n_components:
@@ -203,7 +208,6 @@ class ICC(BaseEstimator):
     def _distances(self, X, cl, ml, rng):
         if not self.metric_learning or (len(cl) + len(ml)) == 0:
             return euclidean_distances(X)
-        from jaxclust.icc.itml import ITML
 
         pairs = np.vstack([ml, cl]) if len(ml) else cl
         y = np.concatenate([np.ones(len(ml), np.int64), -np.ones(len(cl), np.int64)])
@@ -231,7 +235,6 @@ class ICC(BaseEstimator):
         y : ignored (scikit-learn's convention); ICC asks for labels through ``oracle`` and takes no
             constraints (constraints given here raise ``ConstraintError`` rather than being dropped).
         """
-        from jaxclust.validation import check_int, reject_constraints_as_y, seed_from
 
         reject_constraints_as_y(y, "ICC.fit", "ICC builds its constraints from the labels the oracle gives")
         reject_constraints_as_y(

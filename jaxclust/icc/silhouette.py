@@ -27,7 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxclust.errors import InvalidInputError
 from jaxclust.shapes import next_pow2
+from jaxclust.validation import check_array, check_labels
 
 __all__ = ["silh_const", "silh_const_parts", "silh_const_scores", "silh_const_weights"]
 
@@ -89,8 +91,6 @@ def silh_const_scores(D, clusters, labeled_idx, labels, return_parts: bool = Fal
     labels : (L,) their labels (any hashable values).
     return_parts : also return the ``x`` and ``y`` terms.
     """
-    from jaxclust.errors import InvalidInputError
-    from jaxclust.validation import check_array, check_labels
 
     D = check_array(D, name="D", min_rows=1)
     n = D.shape[0]

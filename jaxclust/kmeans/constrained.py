@@ -36,6 +36,7 @@ import numpy as np
 from jax import lax
 from sklearn.base import BaseEstimator, ClusterMixin
 
+from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.errors import InfeasibleConstraintsError
 from jaxclust.kmeans import common
 from jaxclust.kmeans.lloyd_kmeans import assign, kmeans_plusplus
@@ -336,7 +337,6 @@ def pack_point_constraints(constraints, n: int, capacity: int = 1):
 def _check_constraints(constraints, n: int, cls: str):
     """``constraints`` as a Constraints over n items (empty for None); see
     :func:`jaxclust.constraints.as_constraints` for what is accepted."""
-    from jaxclust.constraints import Constraints, as_constraints
 
     c = as_constraints(constraints, n, where=f"{cls}.fit", soft=False)
     return Constraints(n) if c is None else c

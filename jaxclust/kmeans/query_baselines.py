@@ -46,16 +46,16 @@ from __future__ import annotations
 import numpy as np
 from tqdm.auto import tqdm
 
-from jaxclust.constraints import Constraints
+from jaxclust.constraints import Constraints, as_constraints, ask
 from jaxclust.errors import InvalidInputError
-from jaxclust.validation import check_array, check_int, seed_from, sklearn_seed
+from jaxclust.kmeans.constrained import PCKMeans
+from jaxclust.validation import check_array, check_int, looks_like_constraints, seed_from, sklearn_seed
 
 __all__ = ["ExploreConsolidate", "MinMax", "NPU", "constraints_from_queries", "closure_constraints"]
 
 
 def _check_oracle(oracle, where: str):
     """The oracle as given, after checking it can answer (``answer``/``query`` method or a callable)."""
-    from jaxclust.validation import looks_like_constraints
 
     if looks_like_constraints(oracle):
         raise InvalidInputError(
@@ -70,8 +70,6 @@ def _check_oracle(oracle, where: str):
 
 
 def _ask(oracle, i: int, j: int) -> str:
-    from jaxclust.active.oracles import ask
-
     if not hasattr(oracle, "answer") and not callable(oracle) and hasattr(oracle, "query"):
         return ask(oracle.query, i, j)
     return ask(oracle, i, j)
@@ -163,7 +161,6 @@ class _NeighbourhoodStrategy:
 
     def _validate(self, X, oracle=None, constraints=None):
         """Checked X, oracle and constraints (a Constraints over the rows of X, or None)."""
-        from jaxclust.constraints import as_constraints
 
         where = f"{type(self).__name__}.fit"
         X = check_array(X, name="X", min_rows=2)
@@ -324,8 +321,6 @@ class NPU:
         """Ask up to ``max_queries`` questions about the rows of X (n, d). Returns self."""
         from sklearn.base import clone
         from sklearn.ensemble import RandomForestClassifier
-
-        from jaxclust.kmeans.constrained import PCKMeans
 
         X, oracle, constraints = _NeighbourhoodStrategy._validate(self, X, oracle, constraints)
         if isinstance(self.n_estimators, bool) or not (

@@ -24,6 +24,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from jaxclust.errors import InvalidInputError
+
 __all__ = ["LinearScorer", "MLPScorer", "make_scorer"]
 
 
@@ -111,6 +113,5 @@ def make_scorer(kind: str, n_features: int, *, key=None, hidden: int = 32):
         return LinearScorer(n_features)
     if kind == "mlp":
         return MLPScorer(n_features, hidden, key=jax.random.key(0) if key is None else key)
-    from jaxclust.errors import InvalidInputError
 
     raise InvalidInputError(f"scorer must be 'linear' or 'mlp', got {kind!r}")

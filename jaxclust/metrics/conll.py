@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from jaxclust.errors import InvalidInputError
+from jaxclust.metrics.coref import corpus_scores
 
 __all__ = ["ConllDocument", "parse_conll", "read_conll", "write_conll", "score_conll", "format_coref_cells"]
 
@@ -435,7 +436,6 @@ def score_conll(key: Any, response: Any) -> dict[str, Any]:
     name, a key document missing from the response scores against an empty response, and response documents
     absent from the key are ignored (as the reference scorer does).
     """
-    from jaxclust.metrics.coref import corpus_scores
 
     keys = _as_docs(key)
     by_name = {d.name: d for d in _as_docs(response)}

@@ -48,6 +48,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxclust.errors import InvalidInputError
+from jaxclust.validation import check_labels
 
 __all__ = [
     "prf",
@@ -406,7 +407,6 @@ def clusters_from_labels(labels: Any, ids: Sequence[Hashable] | None = None) -> 
     ids : sequence of hashable, length n, optional
         Mention ids (default ``0..n-1``).
     """
-    from jaxclust.validation import check_labels
 
     y = check_labels(labels, name="labels")
     if ids is None:

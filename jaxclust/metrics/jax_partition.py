@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxclust.errors import InvalidInputError
+from jaxclust.validation import check_int
 
 __all__ = [
     "contingency",
@@ -108,7 +109,6 @@ def contingency(
 
 def _check_capacity(value, name: str) -> None:
     """Static label capacities are checked when traced (they are Python values then): a positive int."""
-    from jaxclust.validation import check_int
 
     check_int(value, name, minimum=1)
 

@@ -1,7 +1,8 @@
 """The sub-quadratic ``top_entropy_pairs`` returns exactly the dense sweep's pairs and entropies.
 
-Reference: ``_top_entropy_pairs_reference``, the O(n^2) blockwise sweep that ``top_entropy_pairs`` was before
-signatures. Every comparison is exact equality of the returned lists (pairs, order and float entropies).
+Reference: the O(n^2) blockwise sweep over all item pairs (``_dense_select``), which ``top_entropy_pairs`` uses only
+for weights whose sums the signature path cannot reproduce bit for bit. Every comparison is exact equality of the
+returned lists (pairs, order and float entropies), and no returned pair is known (transitively included).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from jaxclust.active import entropy as E
-from jaxclust.active.entropy import _top_entropy_pairs_reference, top_entropy_pairs
+from jaxclust.active.entropy import top_entropy_pairs
 from jaxclust.constraints import Constraints
 
 S = 16  # one sample count for the file so compiled sweeps are reused
@@ -55,9 +56,22 @@ def _weights(rng, kind):
     return rng.uniform(0.05, 1.0, S)
 
 
+def _unknown_only(out, cons):
+    """``out`` after checking that none of its pairs is known, directly or by transitivity."""
+    if cons is not None and out:
+        known = np.asarray(cons.is_known(np.array([p[0] for p in out]), np.array([p[1] for p in out])))
+        assert not known.any(), [p for p, kn in zip(out, known, strict=True) if kn]
+    return out
+
+
+def _top_entropy_pairs_reference(samples, k, constraints=None, weights=None, exclude=(), block=None):
+    z, k, constraints, excl, block, w = E._validate(samples, k, constraints, weights, exclude, block)
+    return _unknown_only(E._dense_select(z, k, constraints, w, excl, block), constraints)
+
+
 def _fast(z, k, cons=None, w=None, exclude=(), route=None, method=None):
     zz, kk, cons, excl, block, ww = E._validate(z, k, cons, w, exclude, None)
-    return E._checked(E._select(zz, kk, cons, ww, excl, block, route=route, method=method), cons)
+    return _unknown_only(E._select(zz, kk, cons, ww, excl, block, route=route, method=method), cons)
 
 
 _CASES = [  # (samples kind, weights kind, n, also ask for every pair)

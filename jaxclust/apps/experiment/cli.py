@@ -11,6 +11,9 @@ from pathlib import Path
 import typer
 
 from jaxclust.apps.cli_common import Command, Group, fail, one_line_warnings
+from jaxclust.apps.experiment.runner import plan, run_grid
+from jaxclust.apps.experiment.summary import summarize as _summarize
+from jaxclust.errors import JaxclustError
 
 __all__ = ["app"]
 
@@ -46,8 +49,6 @@ def run(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar over runs."),
 ) -> None:
     """Run every run of CONFIG that --out does not hold yet (each saved as it finishes), then summarise."""
-    from jaxclust.apps.experiment.runner import run_grid
-    from jaxclust.errors import JaxclustError
 
     if cpus_per_run < 0 or gpus_per_run < 0:
         fail(f"{'--cpus-per-run' if cpus_per_run < 0 else '--gpus-per-run'}: expected a number >= 0")
@@ -88,8 +89,6 @@ def run(
 @app.command("summarize", cls=Command)
 def summarize(out: Path = typer.Argument(..., help="An experiment output folder.")) -> None:
     """Write the summary and the kind's figures from whatever runs the folder holds."""
-    from jaxclust.apps.experiment.summary import summarize as _summarize
-    from jaxclust.errors import JaxclustError
 
     try:
         with one_line_warnings():
@@ -108,9 +107,6 @@ def list_runs(
 ) -> None:
     """Print the grid's runs (id and parameters), one per line, without running anything."""
     import json
-
-    from jaxclust.apps.experiment.runner import plan
-    from jaxclust.errors import JaxclustError
 
     try:
         cfg, _, runs, done = plan(config, out, quick)

@@ -36,7 +36,8 @@ from typing import Any
 
 from jaxclust.apps.experiment.config import ExperimentConfig, Run, load_config
 from jaxclust.apps.experiment.records import FORMAT, atomic_write_json, jsonable, read_record, record_index
-from jaxclust.apps.experiment.registry import Kind, check_params, resolve_kind
+from jaxclust.apps.experiment.registry import Kind, check_params, load_target, resolve_kind
+from jaxclust.apps.experiment.summary import summarize as _summarize
 from jaxclust.errors import (
     ExperimentConfigError,
     ExperimentError,
@@ -108,7 +109,6 @@ def execute(target: Any, params: dict) -> dict:
     Never raises for a failing run: returns ``{"status": "ok", "result", ...}`` or ``{"status": "failed", "error",
     "traceback", ...}``. The result is passed through JSON, so what is returned is what will be written.
     """
-    from jaxclust.apps.experiment.registry import load_target
 
     started, t0 = _now(), time.perf_counter()
     info = {"host": socket.gethostname(), "pid": os.getpid(), "started": started}
@@ -341,8 +341,6 @@ def run_grid(
         if started_ray:
             import_ray().shutdown()
     if summarize and not report.interrupted:
-        from jaxclust.apps.experiment.summary import summarize as _summarize
-
         report.summary = _summarize(out, echo=echo)
     return report
 

@@ -15,7 +15,8 @@ import warnings
 from pathlib import Path
 
 from jaxclust.apps.experiment.records import atomic_write_json, read_record, record_index
-from jaxclust.errors import JaxclustWarning, StoreError
+from jaxclust.apps.experiment.registry import resolve_kind
+from jaxclust.errors import ExperimentConfigError, JaxclustWarning, StoreError
 from jaxclust.files import atomic_write
 
 __all__ = ["summarize", "load_records"]
@@ -113,8 +114,6 @@ def summarize(out: str | Path, echo=None) -> dict:
 
 
 def _summarizer(kind_name: str, grid: dict):
-    from jaxclust.apps.experiment.registry import resolve_kind
-    from jaxclust.errors import ExperimentConfigError
 
     base = Path(grid["config_path"]).parent if grid.get("config_path") else Path.cwd()
     try:

@@ -1,0 +1,126 @@
+"""Co-clustering probabilities and link entropies of pairs of items under sampled partitions.
+
+Given ``S`` sampled partitions ``z^(s)`` of ``n`` items (rows of ``samples``) and sample weights ``w_s``
+(uniform by default), the co-clustering probability of a pair is
+``p_ij = sum_s w_s 1[z_i^(s) = z_j^(s)] / sum_s w_s`` and its link entropy the binary entropy
+``H_ij = -p ln p - (1 - p) ln(1 - p)`` in nats. Both are invariant to label switching, so samples from different
+chains can be pooled. This module is below both the sampler (:mod:`jaxclust.dpmm`, whose ``coclustering_``
+it computes) and active learning (:mod:`jaxclust.active.entropy`, whose pair selection builds on its counts);
+:func:`coclustering` and :func:`link_entropy` return full ``(n, n)`` matrices, for moderate ``n``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.scipy.special import entr
+
+from jaxclust.errors import InvalidInputError
+from jaxclust.validation import check_array
+
+__all__ = ["binary_entropy", "coclustering", "link_entropy"]
+
+
+def binary_entropy(p: jax.Array) -> jax.Array:
+    """Binary entropy in nats, ``0 log 0 = 0``; ``p`` of any shape."""
+    return entr(p) + entr(1.0 - p)
+
+
+def as_samples(samples) -> np.ndarray:
+    """(S, n) labels as int32 ids per row; integer labels are compared exactly (``2**53`` and ``2**53 + 1``
+    differ), whatever their size."""
+    arr = samples if isinstance(samples, np.ndarray) else None
+    exact = arr is not None and arr.dtype != bool and np.issubdtype(arr.dtype, np.integer)
+    if not (exact and arr.ndim == 2 and arr.shape[0] >= 1 and arr.shape[1] >= 2):
+        arr = check_array(
+            samples, name="samples", min_rows=1, min_cols=2, dtype=np.float64
+        )  # names the problem
+        if not np.all(arr == np.round(arr)):
+            raise InvalidInputError("samples: expected integer component labels")
+    out = np.empty(arr.shape, np.int32)
+    for s, row in enumerate(arr):
+        out[s] = np.unique(row, return_inverse=True)[1].reshape(-1)
+    return out
+
+
+def as_sample_weights(weights, n_samples: int) -> jax.Array:
+    if weights is None:
+        return jnp.ones((n_samples,), jnp.float32)
+    w = check_array(weights, name="weights", min_rows=1, ndim=1)
+    if w.shape[0] != n_samples:
+        raise InvalidInputError(f"weights: expected {n_samples} entries (one per sample), got {w.shape[0]}")
+    if (w < 0).any() or w.sum() <= 0:
+        raise InvalidInputError("weights: must be non-negative with a positive sum")
+    # only the ratios matter: scaled to a maximum of 1 in float64, so 1e39 or 1e-46 survive float32
+    return jnp.asarray(w / w.max(), jnp.float32)
+
+
+def row_counts(samples: jax.Array, weights: jax.Array, rows: jax.Array) -> jax.Array:
+    """``(len(rows), n)`` weighted co-assignment counts; a scan over samples so no ``(S, rows, n)`` tensor
+    exists.
+    """
+    zr = samples[:, rows]  # (S, B)
+
+    def add(acc, xs):
+        z, z_rows, w = xs
+        return acc + w * (z_rows[:, None] == z[None, :]), None
+
+    counts, _ = lax.scan(
+        add, jnp.zeros((rows.shape[0], samples.shape[1]), jnp.float32), (samples, zr, weights)
+    )
+    return counts
+
+
+def total_weight(weights: jax.Array) -> jax.Array:
+    return jnp.maximum(weights.sum(), jnp.finfo(jnp.float32).tiny)
+
+
+def entropy_from_counts(counts: jax.Array, total: jax.Array) -> jax.Array:
+    # H(p) = H(1 - p): evaluate at the smaller of the two counts so that p and 1 - p give bit-identical
+    # entropies (exact ties, hence a deterministic order among equally uncertain pairs)
+    q = jnp.minimum(counts, total - counts) / total
+    return binary_entropy(q)
+
+
+@jax.jit
+def _coclustering(samples: jax.Array, weights: jax.Array) -> jax.Array:
+    return row_counts(samples, weights, jnp.arange(samples.shape[1])) / total_weight(weights)
+
+
+@jax.jit
+def _link_entropy(samples: jax.Array, weights: jax.Array) -> jax.Array:
+    counts = row_counts(samples, weights, jnp.arange(samples.shape[1]))
+    return entropy_from_counts(counts, total_weight(weights))
+
+
+def coclustering(samples, weights=None) -> jax.Array:
+    """Fraction of (weighted) samples in which each pair of items shares a component.
+
+    Parameters
+    ----------
+    samples : array-like of int, shape (S, n)
+        Sampled partitions, one per row (any integer labels; label switching does not matter).
+    weights : array-like, shape (S,), optional
+        Non-negative sample weights (0/1 to drop samples); uniform if omitted.
+
+    Returns
+    -------
+    jax.Array, shape (n, n), float32
+        ``p_ij``; the diagonal is 1. Materialises ``n x n``: use :func:`top_entropy_pairs` for large ``n``.
+
+    Every integer is a component id, negative ones included: ``-1`` is a label like any other (two items
+    labelled ``-1`` in a sample share a component in it), so the diagonal is exactly 1 whatever the labels.
+    """
+    z = as_samples(samples)
+    return _coclustering(jnp.asarray(z), as_sample_weights(weights, z.shape[0]))
+
+
+def link_entropy(samples, weights=None) -> jax.Array:
+    """Binary entropy (nats) of the event "i and j share a component" under the samples, shape (n, n).
+
+    The diagonal is 0. See :func:`coclustering` for the arguments.
+    """
+    z = as_samples(samples)
+    return _link_entropy(jnp.asarray(z), as_sample_weights(weights, z.shape[0]))
