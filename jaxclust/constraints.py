@@ -144,6 +144,37 @@ def _error_rate(value: Any, name: str, allow_zero: bool = True) -> float:
     return eps
 
 
+MIN_PARTNER_CAPACITY = (
+    8  # narrowest padded partner table: an unconstrained fit and early rounds share a shape
+)
+
+
+def partner_capacity(degree: int) -> int:
+    """Columns of a padded partner table for groups of at most ``degree`` partners: a power of two, at least
+    ``MIN_PARTNER_CAPACITY``. Jitted code over the table (the sampler's cannot-link masks, COP-KMeans, the pair
+    selection) then re-compiles only when the largest degree passes 8, 16, 32, ..., not with every answer."""
+    return max(MIN_PARTNER_CAPACITY, next_pow2(int(degree)))
+
+
+def _padded_lists(
+    edges: np.ndarray, weights: np.ndarray, rows: int, cap: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's partners (both ends of every edge (E, 2)) and the edge weights, in rows padded with -1 / 0:
+    ``(partners (rows, cap) int32, weights (rows, cap) float64)``, partners in increasing order."""
+    partners = np.full((rows, cap), -1, dtype=np.int32)
+    out_w = np.zeros((rows, cap), dtype=np.float64)
+    if len(edges):
+        src = np.concatenate([edges[:, 0], edges[:, 1]])
+        dst = np.concatenate([edges[:, 1], edges[:, 0]])
+        ww = np.concatenate([weights, weights])
+        order = np.lexsort((dst, src))
+        src, dst, ww = src[order], dst[order], ww[order]
+        slot = np.arange(len(src)) - np.searchsorted(src, src, side="left")
+        partners[src, slot] = dst
+        out_w[src, slot] = ww
+    return partners, out_w
+
+
 class Constraints:
     """An immutable set of must-link and cannot-link constraints over ``n`` items.
 
@@ -578,17 +609,7 @@ class Constraints:
                 f"capacity: {cap} is below the largest number of cannot-link partners of one group "
                 f"({self.max_degree})"
             )
-        out = np.full((rows, cap), -1, dtype=np.int32)
-        e = self._cl_groups
-        if len(e):
-            src = np.concatenate([e[:, 0], e[:, 1]])
-            dst = np.concatenate([e[:, 1], e[:, 0]])
-            order = np.lexsort((dst, src))
-            src, dst = src[order], dst[order]
-            start = np.searchsorted(src, src, side="left")
-            slot = np.arange(len(src)) - start
-            out[src, slot] = dst
-        return out
+        return _padded_lists(self._cl_groups, np.zeros(len(self._cl_groups)), rows, cap)[0]
 
     @property
     def max_partner_degree(self) -> int:
@@ -612,20 +633,9 @@ class Constraints:
                 f"capacity: {cap} is below the largest number of partners (cannot-links and answers) of one "
                 f"group ({deg})"
             )
-        partners = np.full((rows, cap), -1, dtype=np.int32)
-        weights = np.zeros((rows, cap), dtype=np.float64)
         e = np.concatenate([self._cl_groups, self._soft_groups])
         w = np.concatenate([np.full(len(self._cl_groups), -np.inf), self._soft_weights])
-        if len(e):
-            src = np.concatenate([e[:, 0], e[:, 1]])
-            dst = np.concatenate([e[:, 1], e[:, 0]])
-            ww = np.concatenate([w, w])
-            order = np.lexsort((dst, src))
-            src, dst, ww = src[order], dst[order], ww[order]
-            slot = np.arange(len(src)) - np.searchsorted(src, src, side="left")
-            partners[src, slot] = dst
-            weights[src, slot] = ww
-        return partners, weights
+        return _padded_lists(e, w, rows, cap)
 
     # queries ------------------------------------------------------------------------------------------------
     def status_codes(self, i: Any, j: Any) -> np.ndarray:

@@ -37,7 +37,7 @@ from jaxclust.coclustering import (
     row_counts,
     total_weight,
 )
-from jaxclust.constraints import as_constraints
+from jaxclust.constraints import as_constraints, partner_capacity
 from jaxclust.errors import InvalidInputError
 from jaxclust.shapes import next_pow2
 from jaxclust.validation import check_index, check_int
@@ -129,17 +129,14 @@ def _top_pairs(samples, weights, group_of, partners, *, k: int, block: int):
     return h, r, c
 
 
-_MIN_PARTNERS = 8  # smallest width of the padded cannot-link table (fewer recompiles as degrees grow)
-
-
 def group_arrays(constraints, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Static-shape group ids ``(n,)`` and group-level cannot-link partners ``(n, c)``.
 
-    Rows beyond the number of groups are padding (-1), so shapes depend on ``n`` and ``c`` only. ``c`` is a
-    power of two and at least ``_MIN_PARTNERS``: a session recompiles the jitted selection only when the
-    largest group degree passes 8, 16, 32, ... (at a cost of ``O(block * n * c)`` bytes for the mask).
+    Rows beyond the number of groups are padding (-1), so shapes depend on ``n`` and ``c`` only; ``c`` is
+    :func:`~jaxclust.constraints.partner_capacity` of the largest degree (the mask costs ``O(block * n * c)``
+    bytes).
     """
-    cap = next_pow2(max(_MIN_PARTNERS, 0 if constraints is None else constraints.max_degree))
+    cap = partner_capacity(0 if constraints is None else constraints.max_degree)
     if constraints is None or len(constraints) == 0:
         return np.arange(n, dtype=np.int32), np.full((n, cap), -1, np.int32)
     group_of = np.asarray(constraints.group_of, np.int32)

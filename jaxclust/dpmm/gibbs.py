@@ -34,12 +34,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
+from jaxclust.constraints import MIN_PARTNER_CAPACITY
+from jaxclust.constraints import partner_capacity as capacity_for
 from jaxclust.dpmm import rows as _rows
 from jaxclust.dpmm.alpha import escobar_west
-from jaxclust.shapes import next_pow2
-
-# Smallest cannot-link table width: wide enough that early rounds of active learning never re-compile the sweep.
-MIN_PARTNER_CAPACITY = 8
 
 __all__ = [
     "partner_terms",
@@ -166,7 +164,7 @@ def layout(constraints, n: int, partner_capacity: int | None = None):
     cap = partner_capacity
     degree = constraints.max_partner_degree
     if cap is None or cap < degree:  # unset or outgrown: the geometric default
-        cap = max(MIN_PARTNER_CAPACITY, next_pow2(degree))
+        cap = capacity_for(degree)
     partners, partner_w = constraints.partner_table(cap, n_rows=n)
     colour, n_colours = constraints.colouring(n)
     return group_of, constraints.n_groups, partners, partner_w, colour, n_colours

@@ -36,7 +36,7 @@ import numpy as np
 from jax import lax
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from jaxclust.constraints import Constraints, as_constraints
+from jaxclust.constraints import Constraints, as_constraints, partner_capacity
 from jaxclust.errors import InfeasibleConstraintsError
 from jaxclust.kmeans import common
 from jaxclust.kmeans.lloyd_kmeans import assign, kmeans_plusplus
@@ -427,9 +427,8 @@ class COPKMeans(_ConstrainedBase):
             (there is no ``y``; an array here raises ``ConstraintError``).
         """
         X, Xc, mean, tol, c, p = self._prepare(X, constraints)
-        # Rows padded to n and capacity to a power of two (>= 8): refits with other constraint sets reuse the
-        # compile.
-        partners = c.cannot_partners(capacity=next_pow2(max(c.max_degree, 8)), n_rows=X.shape[0])
+        # rows padded to n, columns by the shared capacity rule: refits with other constraint sets reuse the compile
+        partners = c.cannot_partners(capacity=partner_capacity(c.max_degree), n_rows=X.shape[0])
         with common.x64_for(X):
             runs = _cop_restarts(
                 prng_key(self.random_state),
