@@ -283,8 +283,12 @@ class Constraints:
                 if on_conflict == "drop":
                     dropped_now.append(((i, j), _KINDS[must]))
                     continue
-                chain = _ml_path(edges, a, b)
-                steps = " -> ".join(str(v) for v in [a] + [e[1] for e in chain])
+                adjacency: dict[int, list[tuple[int, None]]] = {}
+                for u, v in edges:
+                    adjacency.setdefault(u, []).append((v, None))
+                    adjacency.setdefault(v, []).append((u, None))
+                chain = [(x, y) for x, y, _ in shortest_path(adjacency, a, b)]  # each edge along the path
+                steps = " -> ".join(str(v) for v in [a] + [y for _, y in chain])
                 new = f"the new must-link ({i}, {j})" if must else f"the new cannot-link ({i}, {j})"
                 raise ConstraintConflictError(
                     f"contradictory constraints: items {a} and {b} are cannot-linked but must-links join them "
@@ -750,29 +754,26 @@ class Constraints:
         return f"Constraints(n={self._n}, must_link={ml}, cannot_link={cl}{soft}, groups={self.n_groups})"
 
 
-def _ml_path(edges: Sequence[Pair], a: int, b: int) -> list[Pair]:
-    """Must-link edges on a shortest path from ``a`` to ``b``, each oriented along the path."""
-    adj: dict[int, list[int]] = {}
-    for u, v in edges:
-        adj.setdefault(u, []).append(v)
-        adj.setdefault(v, []).append(u)
-    prev = {a: a}
-    queue = deque([a])
-    while queue:
-        u = queue.popleft()
-        if u == b:
-            break
-        for v in adj.get(u, ()):
-            if v not in prev:
-                prev[v] = u
-                queue.append(v)
-    if b not in prev:
+def shortest_path(neighbours: Mapping[int, Iterable[tuple[int, Any]]], src: int, dst: int) -> list[tuple]:
+    """The steps ``(x, y, label)`` of a shortest path from ``src`` to ``dst`` (breadth-first) in a graph given
+    as ``neighbours[x] = [(y, label of the edge x-y), ...]``; ``[]`` when ``src == dst`` or no path exists.
+    Used to name the must-links that join two items (a conflict's explanation)."""
+    prev: dict[int, tuple[int, Any]] = {src: (src, None)}
+    queue = deque([src])
+    while queue and dst not in prev:
+        x = queue.popleft()
+        for y, label in neighbours.get(x, ()):
+            if y not in prev:
+                prev[y] = (x, label)
+                queue.append(y)
+    if src == dst or dst not in prev:
         return []
-    path = [b]
-    while path[-1] != a:
-        path.append(prev[path[-1]])
-    path.reverse()
-    return list(zip(path[:-1], path[1:], strict=True))
+    steps, y = [], dst
+    while y != src:
+        x, label = prev[y]
+        steps.append((x, y, label))
+        y = x
+    return steps[::-1]
 
 
 def as_constraints(

@@ -26,7 +26,7 @@ from jaxclust.active.classes import class_samples
 from jaxclust.active.entropy import agreeing_samples, top_entropy_pairs
 from jaxclust.active.oracles import SessionStopped, check_reply
 from jaxclust.active.selection import Round, pick
-from jaxclust.constraints import Constraints
+from jaxclust.constraints import Constraints, shortest_path
 from jaxclust.errors import JaxclustWarning
 from jaxclust.metrics.partition import (
     homogeneity_completeness_v_measure,
@@ -559,24 +559,8 @@ class KeptAnswers:
             self.cannot.append((a, b, rec))
 
     def _path(self, src: int, dst: int) -> list[dict]:
-        """The must-link answers on a shortest path from ``src`` to ``dst`` (breadth-first)."""
-        if src == dst:
-            return []
-        prev: dict[int, tuple[int, dict]] = {src: (src, {})}
-        queue = collections.deque([src])
-        while queue:
-            x = queue.popleft()
-            for y, rec in self.must[x]:
-                if y not in prev:
-                    prev[y] = (x, rec)
-                    if y == dst:
-                        out = []
-                        while y != src:
-                            y, r = prev[y]
-                            out.append(r)
-                        return out[::-1]
-                    queue.append(y)
-        return []
+        """The must-link answers on a shortest path from ``src`` to ``dst``."""
+        return [rec for _, _, rec in shortest_path(self.must, src, dst)]
 
     def explain(self, cons: Constraints, a: int, b: int, answer: str, who: str | None, number: int) -> dict:
         """The conflict of a dropped answer: ``{"answer": its record, "contradicts": [earlier records]}``."""
