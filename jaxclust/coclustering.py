@@ -28,6 +28,24 @@ def binary_entropy(p: jax.Array) -> jax.Array:
     return entr(p) + entr(1.0 - p)
 
 
+def relabel(labels) -> np.ndarray:
+    """Integer labels (n,) or (R, n) renumbered 0, 1, ... in order of first appearance along each row, so
+    that two labellings of the same partition become identical (any integers, negative ones included)."""
+    labels = np.asarray(labels)
+    rows = labels.reshape(-1, labels.shape[-1]) if labels.size else labels.reshape(-1, 0)
+    R, n = rows.shape
+    if rows.size and np.issubdtype(rows.dtype, np.integer) and rows.min() >= 0 and rows.max() < 4 * n:
+        ids = rows.astype(np.int64)  # a sampler's slots: small non-negative already, no sort needed
+    else:
+        ids = np.unique(rows, return_inverse=True)[1].reshape(R, n).astype(np.int64)  # 0..K-1 by value
+    K = int(ids.max()) + 1 if ids.size else 1
+    first = np.full((R, K), n, dtype=np.int64)
+    np.minimum.at(first, (np.repeat(np.arange(R), n), ids.ravel()), np.tile(np.arange(n), R))
+    rank = np.empty_like(first)
+    np.put_along_axis(rank, np.argsort(first, axis=1, kind="stable"), np.arange(K)[None, :], axis=1)
+    return np.take_along_axis(rank, ids, axis=1).reshape(labels.shape)
+
+
 def as_samples(samples) -> np.ndarray:
     """(S, n) labels as int32 ids per row; integer labels are compared exactly (``2**53`` and ``2**53 + 1``
     differ), whatever their size."""

@@ -29,11 +29,7 @@ OLD_KMEANS_ALL = (
 )
 
 # Private names still imported from another module, each with its reason. Nothing else may be added here.
-PRIVATE_IMPORTS_ALLOWED = {
-    ("jaxclust.dpmm.numpyro_kernel", "jaxclust.dpmm.model", "_check_alpha_prior"): (
-        "jaxclust.dpmm is being reworked on another branch; the check moves to a shared dpmm module then"
-    ),
-}
+PRIVATE_IMPORTS_ALLOWED: dict[tuple[str, str, str], str] = {}
 
 
 def module_name(path: Path) -> str:

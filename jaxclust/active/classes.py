@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxclust.coclustering import relabel
 from jaxclust.constraints import Constraints
 
 __all__ = [
@@ -46,10 +47,8 @@ _PRIOR_WEIGHT = 2.0  # pseudo-items of the pooled within-component variance in e
 
 def _relabel(z: np.ndarray) -> tuple[np.ndarray, int]:
     """``z`` as 0..K-1 in order of first appearance, and K."""
-    _, first, inv = np.unique(z, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    return rank[inv.reshape(-1)], len(first)
+    out = relabel(z)
+    return out, int(out.max()) + 1 if out.size else 0
 
 
 def component_statistics(X: np.ndarray, z: np.ndarray, K: int, use: np.ndarray | None = None):

@@ -16,7 +16,22 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxclust.errors import InvalidInputError
+from jaxclust.validation import check_positive
+
 __all__ = ["escobar_west", "gamma_draw", "gamma_draws"]
+
+
+def check_alpha_prior(alpha_prior) -> tuple[float, float] | None:
+    """``alpha_prior`` as ``(shape, rate)`` of the Gamma prior on alpha (both > 0), or None (alpha fixed)."""
+    if alpha_prior is None:
+        return None
+    try:
+        shape, rate = alpha_prior
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"alpha_prior: expected (shape, rate) or None, got {alpha_prior!r}") from exc
+    return check_positive(shape, "alpha_prior shape"), check_positive(rate, "alpha_prior rate")
+
 
 _N_TRY = 8
 

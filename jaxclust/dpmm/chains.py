@@ -27,6 +27,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxclust.coclustering import relabel
 from jaxclust.dpmm import gibbs
 from jaxclust.dpmm.kernels import Kernel, iterate
 from jaxclust.dpmm.rows import RowAxis, resolve_mesh
@@ -212,19 +213,6 @@ def _global(x: np.ndarray, sharding) -> jax.Array:
     """A global array with ``sharding`` from a host value every process holds in full."""
     x = np.asarray(x)
     return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
-
-
-def _relabel_rows(labels: np.ndarray) -> np.ndarray:
-    """Relabel each row to 0, 1, ... in order of first appearance (vectorised over rows)."""
-    labels = np.asarray(labels, dtype=np.int64)
-    R, n = labels.shape
-    K = int(labels.max()) + 1 if labels.size else 1
-    first = np.full((R, K), n, dtype=np.int64)
-    rows = np.repeat(np.arange(R), n)
-    np.minimum.at(first, (rows, labels.ravel()), np.tile(np.arange(n), R))
-    rank = np.empty_like(first)
-    np.put_along_axis(rank, np.argsort(first, axis=1, kind="stable"), np.arange(K)[None, :], axis=1)
-    return np.take_along_axis(rank, labels, axis=1)
 
 
 def repair_labels(labels: np.ndarray, constraints) -> np.ndarray:
@@ -446,10 +434,10 @@ def run_chains(
             kept.append(tuple(a[:n_real] for a in got))
     n_chains = n_real
     group_of = np.asarray(_fetch(data.group_of))
-    final = _relabel_rows(np.asarray(_fetch(states.z))[:n_real][:, group_of])
+    final = relabel(np.asarray(_fetch(states.z))[:n_real][:, group_of])
     if kept:
         z = np.stack([k[0] for k in kept], axis=1)[:, :, group_of]  # (C, S, n)
-        samples = _relabel_rows(z.reshape(-1, z.shape[-1])).reshape(z.shape)
+        samples = relabel(z.reshape(-1, z.shape[-1])).reshape(z.shape)
         lj, al, kk = (np.stack([k[i] for k in kept], axis=1) for i in (1, 2, 3))
     else:
         samples = np.zeros((n_chains, 0, len(group_of)), np.int64)

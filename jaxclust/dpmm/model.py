@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from jaxclust.coclustering import coclustering
 from jaxclust.constraints import as_constraints
 from jaxclust.dpmm import chains, distributed, gibbs
+from jaxclust.dpmm.alpha import check_alpha_prior
 from jaxclust.dpmm.diagnostics import chain_diagnostics
 from jaxclust.dpmm.families import DirichletMultinomial, NormalGamma, NormalInverseWishart
 from jaxclust.dpmm.kernels import SAMPLERS, Kernel
@@ -63,16 +64,6 @@ def choose_sampler(sampler: str, n_groups: int) -> str:
     if sampler == "auto":
         return "collapsed" if n_groups < AUTO_SUBCLUSTER_GROUPS else "subcluster"
     return sampler
-
-
-def _check_alpha_prior(alpha_prior) -> tuple[float, float] | None:
-    if alpha_prior is None:
-        return None
-    try:
-        shape, rate = alpha_prior
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"alpha_prior: expected (shape, rate) or None, got {alpha_prior!r}") from exc
-    return check_positive(shape, "alpha_prior shape"), check_positive(rate, "alpha_prior rate")
 
 
 def _check_int(value, name: str, minimum: int) -> int:
@@ -240,7 +231,7 @@ def sample(
     if thin is not None:
         _check_int(thin, "thin", 1)
     alpha = check_positive(alpha, "alpha")
-    alpha_prior = _check_alpha_prior(alpha_prior)
+    alpha_prior = check_alpha_prior(alpha_prior)
     if mesh is not None:
         mesh = distributed.resolve_mesh(mesh)
     constraints = as_constraints(constraints, n, where="jaxclust.dpmm.sample")

@@ -26,8 +26,9 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
 from jaxclust.dpmm import chains, gibbs
+from jaxclust.dpmm.alpha import check_alpha_prior
 from jaxclust.dpmm.kernels import Kernel, iterate
-from jaxclust.dpmm.model import _check_alpha_prior, as_constraints, prepare_data
+from jaxclust.dpmm.model import as_constraints, prepare_data
 from jaxclust.validation import check_array, check_positive
 
 __all__ = ["DPMMKernel", "DPMMKernelState"]
@@ -79,7 +80,7 @@ class DPMMKernel(MCMCKernel):
         )
         self._constraints = constraints
         self._alpha = check_positive(alpha, "alpha")
-        ap = _check_alpha_prior(alpha_prior)
+        ap = check_alpha_prior(alpha_prior)
         self._alpha_prior = None if ap is None else (jnp.asarray(ap[0], dtype), jnp.asarray(ap[1], dtype))
         n_groups = X.shape[0] if constraints is None else constraints.n_groups
         self._capacity = int(capacity) if capacity is not None else n_groups

@@ -1,0 +1,26 @@
+"""Sampled partitions: relabelling by first appearance, and co-clustering as the fraction of samples."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxclust.coclustering import coclustering, relabel
+
+
+def test_relabel_numbers_labels_by_first_appearance_row_by_row():
+    np.testing.assert_array_equal(relabel([5, 5, -1, 2, -1]), [0, 0, 1, 2, 1])
+    np.testing.assert_array_equal(relabel(np.array([[3, 1, 3], [0, 0, 2]])), [[0, 1, 0], [0, 0, 1]])
+    rng = np.random.default_rng(0)
+    z = rng.integers(0, 6, (4, 30))
+    perm = rng.permutation(6) * 1000 - 7  # the same partitions under other (and negative) labels
+    np.testing.assert_array_equal(relabel(perm[z]), relabel(z))
+    for row, out in zip(z, relabel(z), strict=True):  # the same partition, first labels 0, 1, 2, ... in order
+        assert np.array_equal(row[:, None] == row[None, :], out[:, None] == out[None, :])
+        firsts = out[np.sort(np.unique(out, return_index=True)[1])]
+        np.testing.assert_array_equal(firsts, np.arange(len(firsts)))
+
+
+def test_coclustering_is_the_fraction_of_samples_that_join_a_pair():
+    z = np.array([[0, 0, 1], [0, 1, 1], [2, 2, 2], [0, 1, 0]])
+    want = np.mean(z[:, :, None] == z[:, None, :], axis=0)
+    np.testing.assert_allclose(np.asarray(coclustering(z)), want, rtol=0, atol=1e-7)
