@@ -230,6 +230,7 @@ def run_annotate(
     shared: bool = False,
     featurizer: Any = None,
     ignore_columns: Any = (),
+    sampler_options: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) an interactive session; returns a summary dict.
 
@@ -252,7 +253,10 @@ def run_annotate(
     labels_out : path, optional
         Writes ``name,cluster`` (``name,cluster,text`` for texts) for the final clustering.
     model : estimator, optional
-        Default: ``DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3)`` on the features.
+        Default: ``DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3, random_state=random_state)`` on the
+        features, built after every option is checked.
+    sampler_options : dict, optional
+        ``n_chains``, ``n_burnin``, ``n_samples`` of that default model (ignored when ``model`` is given).
     input_fn, output :
         Replace the terminal (tests, notebooks).
     stop_entropy : float or None
@@ -295,7 +299,7 @@ def run_annotate(
     out = output if output is not None else sys.stdout
     items = read_items(data, text_column, name_column, context_column, spelled, tuple(ignore_columns or ()))
     if model is None:
-        model = default_model(random_state)
+        model = default_model(random_state, **(sampler_options or {}))
 
     from jaxclust.active import InteractiveOracle
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from jaxclust.apps.annotate import check_annotate_options, default_model, run_annotate
+from jaxclust.apps.annotate import run_annotate
 from jaxclust.apps.cli_common import Command, OneLineErrors, fail, one_line_warnings
 from jaxclust.apps.demo import check_demo_options, run_demo
 from jaxclust.errors import JaxclustError
@@ -136,27 +136,6 @@ def annotate(
     _count(n_samples, "--n-samples", 1)
     _count(n_chains, "--n-chains", 1)
     _count(seed, "--seed", 0)
-    try:  # every option and path before the data is read or anything is created
-        check_annotate_options(
-            data,
-            store,
-            n_queries,
-            strategy,
-            batch_size,
-            labels_out,
-            stop_entropy,
-            spelled=ANNOTATE_FLAGS,
-            text_column=text_column,
-            name_column=name_column,
-            context_column=context_column,
-            annotator=annotator,
-            shared=shared,
-            ignore_columns=ignore_column or (),
-        )
-    except JaxclustError as exc:
-        fail(str(exc))
-
-    model = default_model(seed, n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples)
     try:
         with one_line_warnings():
             run_annotate(
@@ -169,8 +148,8 @@ def annotate(
                 strategy=strategy,
                 batch_size=batch_size,
                 labels_out=labels_out,
-                model=model,
                 random_state=seed,
+                sampler_options={"n_chains": n_chains, "n_burnin": n_burnin, "n_samples": n_samples},
                 stop_entropy=stop_entropy,
                 spelled=ANNOTATE_FLAGS,
                 text_column=text_column,
