@@ -44,7 +44,7 @@ def make_data(n: int, d: int, k: int = 10, seed: int = 0) -> np.ndarray:
 
 
 class NumpyGibbs:
-    """Reference collapsed Gibbs for the diagonal Normal-Gamma DPMM (ALGORITHMS.md 1(a), (f))."""
+    """Reference collapsed Gibbs for the diagonal Normal-Gamma DPMM (docs/algorithms/dpmm.md (a), (f))."""
 
     def __init__(self, X, mean, kappa, shape, rate, alpha, seed=0):
         self.X = np.asarray(X, float)

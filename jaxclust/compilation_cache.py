@@ -1,7 +1,7 @@
 """Keep JAX's compiled programs on disk, so that a new process skips compiling the samplers again.
 
-Most of a first ``DPMM().fit`` on a CPU is XLA compiling the sampler (about 5 of 9 s at 20,000 points on a
-2-core machine: ``benchmarks/RESULTS.md``). JAX can store compiled programs in a directory and load them in a
+Most of a first ``DPMM().fit`` on a CPU is XLA compiling the sampler (``benchmarks/RESULTS.md`` has the
+measurements). JAX can store compiled programs in a directory and load them in a
 later process with the same JAX version, backend and shapes; this turns that on, for every compiled function
 (by default JAX only stores programs that took a second or more to compile)::
 

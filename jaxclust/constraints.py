@@ -12,7 +12,7 @@ gains the factor ``prod_answers p(a | z)``. Lifted to groups ``g != h``, the ans
 log-weight ``w_gh = sum_a s_a ln((1 - eps_a) / eps_a)`` (``s = +1`` for must, ``-1`` for cannot), so that
 ``ln p(A | z) = const + sum_{g < h} w_gh 1[z_g = z_h]`` (``const`` = :attr:`Constraints.log_answer_constant`).
 :meth:`Constraints.partner_table` carries these weights in the same padded table as the cannot-links (which weigh
-``-inf``): with ``eps = 0`` an answer is a hard constraint, exactly as before.
+``-inf``): with ``eps = 0`` an answer is a hard constraint.
 
 Example
 -------

@@ -85,7 +85,7 @@ class OneLineErrors(Group):
             return super().main(*args, standalone_mode=False, **kwargs)
         try:
             rv = super().main(*args, standalone_mode=False, **kwargs)
-        except _NO_ARGS as exc:  # `jaxclust` alone: the help text, as before
+        except _NO_ARGS as exc:  # `jaxclust` alone: the help text
             exc.show()
             sys.exit(exc.exit_code)
         except _cx.ClickException as exc:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from jaxclust.apps.experiment.records import jsonable
 from jaxclust.errors import InvalidInputError
 from jaxclust.validation import seed_from
 
@@ -363,7 +364,7 @@ def run_demo(
     }
     result = {"meta": meta, "runs": runs, "summary": summary}
     stem = "demo_quick" if quick else "demo"  # a quick run never writes over the full run's files
-    (out / f"{stem}.json").write_text(json.dumps(result, indent=1, default=_jsonable))
+    (out / f"{stem}.json").write_text(json.dumps(result, indent=1, default=jsonable))
     plot_curves(
         runs,
         metrics=("v_beta", "homogeneity", "completeness"),
@@ -381,13 +382,3 @@ def run_demo(
     echo(verdict)
     echo(f"wrote {out / (stem + '.json')} and {out / (stem + '.png')} ({meta['seconds']:.0f} s)")
     return result
-
-
-def _jsonable(o: Any) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)

@@ -104,9 +104,9 @@ def _block(keys, states, data, family, alpha_prior, n_active, block, *, n_sweeps
     return jax.lax.scan(body, states, (jnp.arange(n_sweeps), jnp.swapaxes(sweep_keys, 0, 1)))
 
 
-# XLA's CPU backend compiles the sampler's block about 30 % faster at LLVM optimisation level 1 than at its
-# default, and the compiled block runs as fast (benchmarks/RESULTS.md, "first call"): on CPU that is most of what a
-# notebook user waits for on a first fit. Other backends keep their defaults.
+# XLA's CPU backend compiles the sampler's block faster at LLVM optimisation level 1 than at its default, and the
+# compiled block runs as fast (benchmarks/RESULTS.md, "first call"): on CPU compiling is most of what a notebook user
+# waits for on a first fit. Other backends keep their defaults.
 _CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
 
 

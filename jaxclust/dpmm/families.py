@@ -35,7 +35,7 @@ computed
 Slots store *posterior parameters* (kappa_n, m_n, ...) plus a cached scalar, so a Gibbs step costs one
 ``(K, D)`` pass of logarithms and touches only the two slots that change.
 
-References: ALGORITHMS.md section 1 (a)-(d); Murphy (2007), *Conjugate Bayesian analysis of the Gaussian
+References: docs/algorithms/dpmm.md (a)-(d); Murphy (2007), *Conjugate Bayesian analysis of the Gaussian
 distribution*.
 """
 

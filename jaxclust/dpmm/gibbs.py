@@ -1,7 +1,7 @@
 """One collapsed Gibbs sweep of the constrained DPMM, as a pure jittable function.
 
 The unit of sampling is the must-link *group* (singletons are groups of one). For a group G of m items and
-slot k holding n_k items (Neal 2000, Alg. 3, extended to blocks; ALGORITHMS.md section 1 (d), (f))::
+slot k holding n_k items (Neal 2000, Alg. 3, extended to blocks; docs/algorithms/dpmm.md (d), (f))::
 
     P(z_G = k)   ∝ Γ(n_k + m) / Γ(n_k) · p(X_G | X_k)        (k occupied, no cannot-link partner of G in k)
     P(z_G = new) ∝ α · Γ(m) · p(X_G)                           (the first empty slot)

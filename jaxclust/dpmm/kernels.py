@@ -54,7 +54,7 @@ def iterate(
         raise ValueError("rows: only the sub-cluster sampler splits rows over devices")
     if spec.sampler == "subcluster" and not spec.constrained:
         # no cannot-links or answers (run_chains checks): a partner table of width 0 drops their terms from the
-        # traced program (an unconstrained table of -1s still cost a tenth of an iteration)
+        # traced program, where a table of -1s would still be read every sweep
         data = data._replace(partners=data.partners[:, :0], partner_w=data.partner_w[:, :0])
     k_main, k_alpha, *k_sm = jax.random.split(key, 2 + spec.split_merge)
     for r in range(spec.split_merge):

@@ -192,9 +192,10 @@ def sample(
         Chains; iterations before the first retained sample; retained samples per chain; iterations between
         retained samples. ``None``: the sampler's defaults, ``SAMPLER_DEFAULTS`` (see :class:`DPMM`).
     capacity : int, optional
-        Smallest initial number of component slots. By default the slots track the occupied count (start at the
-        initial components + 2, rounded up to a multiple of 4; grow x1.5 when a chain comes within 2 of the
-        capacity, or runs out: see :mod:`jaxclust.dpmm.chains`). Never a truncation.
+        Smallest initial number of component slots (default ``chains.MIN_SLOTS``). The slots start at least two
+        above the initial components (a multiple of 4, at most one per group row) and double when a chain comes
+        within a quarter of the capacity (at least 2 slots) of it, or runs out, in which case the block of sweeps
+        is redone with more slots (:func:`~jaxclust.dpmm.chains.grown_capacity`). Never a truncation.
     init_labels : array, shape (n_chains, n) or (n,), optional
         Start of each chain (e.g. a previous fit's ``final_labels_``); repaired to satisfy the constraints.
     partner_capacity : int, optional

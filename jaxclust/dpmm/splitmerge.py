@@ -61,8 +61,7 @@ __all__ = ["split_merge", "subsample_size", "KMEANS_STEPS", "SUBSAMPLE", "SUBSAM
 KMEANS_STEPS = 4
 # Groups the 2-means of every launch sees at most: SUBSAMPLE, or SUBSAMPLE_PER_SLOT per component slot when
 # that is more (a uniform subsample beyond that; the final allocation and its probability always cover every
-# group). About 64 rows per component place two 2-means centres well; more only costs time (8192 rows made
-# the launch half of an iteration's time at N = 20,000).
+# group). About 64 rows per component place two 2-means centres well; more only costs time (benchmarks/RESULTS.md).
 SUBSAMPLE = 2048
 SUBSAMPLE_PER_SLOT = 64
 # Log-odds of a group's side are clipped so that no proposal probability is 0 (keeps the kernel irreducible).

@@ -1,4 +1,4 @@
-"""k-means and its relatives (seed 002): Lloyd, EM mixtures, constrained k-means, classic active-query baselines.
+"""k-means and its relatives: Lloyd, EM mixtures, constrained k-means, classic active-query baselines.
 
 * :mod:`jaxclust.kmeans.lloyd_kmeans`: k-means++ seeding, Lloyd's classify/estimate iterations in jitted JAX
   (restarts under ``vmap``, chunked distances) and the :class:`KMeans` estimator;

@@ -1,4 +1,4 @@
-"""k-means: the classify/estimate alternation of Elsner's lecture (seed 002), in jitted JAX.
+"""k-means: the classify/estimate alternation (Lloyd's algorithm), in jitted JAX.
 
 Lloyd's algorithm alternates a *classify* step (each point to its closest centre) and an *estimate* step (each
 centre to the mean of its points). Read probabilistically, with P(x | c) ∝ exp(-‖x - c‖²) and a uniform P(c), it

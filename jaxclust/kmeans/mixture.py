@@ -1,4 +1,4 @@
-"""EM for Gaussian mixtures, in log space, and soft k-means (seed 002's probabilistic reading of k-means).
+"""EM for Gaussian mixtures, in log space, and soft k-means (the probabilistic reading of k-means).
 
 k-means maximises Σ_i max_c log P(x_i, c) with P(x | c) ∝ exp(-‖x - c‖²) and uniform P(c). Replacing the max
 over

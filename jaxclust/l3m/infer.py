@@ -4,7 +4,7 @@ Both run as one ``lax.scan`` over the items of a document (items arrive left to 
 the
 documents of a :class:`~jaxclust.l3m.document.DocBatch`.
 
-* :func:`greedy_labels` (ALGORITHMS.md 1.4): ``P(c <- i) = sum_{j in c} P(j <- i)`` with
+* :func:`greedy_labels` (docs/algorithms/l3m.md, "Inference"): ``P(c <- i) = sum_{j in c} P(j <- i)`` with
   ``P(j <- i) = softmax(s_i. / gamma)`` (one-hot on the arg-max at ``gamma = 0``); item ``i`` joins
   ``c* = argmax_c P(c <- i)`` if ``P(c* <- i) > threshold``, else opens a new cluster. Hard cannot-links
   block every

@@ -1,4 +1,4 @@
-"""The gamma-scaled L3M negative log-likelihood over padded documents (ALGORITHMS.md section 2).
+"""The gamma-scaled L3M negative log-likelihood over padded documents (docs/algorithms/l3m.md).
 
 For item ``i`` with candidate links ``{0 (dummy)} U {j < i}``, scores ``s_ij`` and admissible gold links
 ``G_i``::

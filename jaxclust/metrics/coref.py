@@ -9,7 +9,7 @@ spans ``(start, end)``, strings, ints...). Every metric comes in two forms:
   reference scorer sums over documents; :func:`corpus_scores` micro-averages them
   (R = Σ num / Σ den, as ``scorer.pl`` does), which differs from averaging per-document scores.
 
-Semantics (``ALGORITHMS.md`` §3, ``lib/CorScorer.pm``):
+Semantics (docs/algorithms/metrics.md; the CoNLL reference scorer, ``lib/CorScorer.pm``):
 
 - Mentions match by identity; response mentions absent from the key ("twinless") and key mentions absent from
   the response are allowed.

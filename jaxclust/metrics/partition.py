@@ -8,7 +8,7 @@ Edge cases follow scikit-learn 1.9 (``sklearn/metrics/cluster/_supervised.py``):
 h = c = V = 1, NMI = 1, ARI = 1; a labeling with zero entropy gives h (resp. c) = 1; NMI is 1 when both sides
 have a single cluster and 0 when the mutual information is 0; ARI is 1 when the two partitions are identical.
 
-Notation (``ALGORITHMS.md`` §5): n_ck counts items of class c in cluster k, a_c = Σ_k n_ck, b_k = Σ_c n_ck,
+Notation (docs/algorithms/metrics.md): n_ck counts items of class c in cluster k, a_c = Σ_k n_ck, b_k = Σ_c n_ck,
 N = Σ n_ck.
 
 Examples

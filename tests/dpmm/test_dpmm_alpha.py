@@ -40,5 +40,5 @@ def test_escobar_west_stationary_mean_is_exact():
         integrate.quad(lambda t: dens(t, 1), 0, np.inf)[0]
         / integrate.quad(lambda t: dens(t, 0), 0, np.inf)[0]
     )
-    assert want == pytest.approx(2.029, abs=2e-3)  # the value in ALGORITHMS.md 1(e)
+    assert want == pytest.approx(2.029, abs=2e-3)  # the exact posterior mean (docs/algorithms/dpmm.md (e))
     assert got == pytest.approx(want, rel=0.02)

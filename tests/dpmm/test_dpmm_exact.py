@@ -319,7 +319,7 @@ def test_partitions_enumeration_is_bell_6():
 
 
 def test_scipy_chain_rule_matches_closed_form_marginal():
-    """The reference marginal likelihood (chain of scipy t's) equals the closed form of ALGORITHMS.md 1(a)."""
+    """The reference marginal likelihood (chain of scipy t's) equals the closed form of docs/algorithms/dpmm.md (a)."""
     x = X6[[0, 2, 5]]
     m0, k0, a0, b0 = PRIOR["mean"], PRIOR["kappa"], PRIOR["shape"], PRIOR["rate"]
     n = len(x)
@@ -351,7 +351,7 @@ DM = dict(concentration=[0.7, 0.7, 0.7])
 
 
 def niw_log_marginal_scipy(x):
-    """Chain of scipy multivariate-t predictives under the NIW prior (ALGORITHMS.md 1(b))."""
+    """Chain of scipy multivariate-t predictives under the NIW prior (docs/algorithms/dpmm.md (b))."""
     m, k, nu, psi = np.array(NIW["mean"]), NIW["kappa"], NIW["dof"], np.array(NIW["scale"])
     D, total = x.shape[1], 0.0
     for v in x:

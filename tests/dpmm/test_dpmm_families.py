@@ -97,7 +97,7 @@ def test_normal_gamma_one_point_is_product_of_scipy_t():
     scale = np.sqrt(np.asarray(slot.rate) * (kn + 1) / (an * kn))
     want = stats.t.logpdf(x, df=2 * an, loc=np.asarray(slot.mean), scale=scale).sum()
     assert float(got) == pytest.approx(want, rel=1e-10)
-    # posterior parameters after three points, from the closed form of ALGORITHMS.md 1(a)
+    # posterior parameters after three points, from the closed form of docs/algorithms/dpmm.md (a)
     x3 = X[:3]
     k0, m0, b0 = 0.7, np.array([0.1, -0.5, 1.5]), np.array([0.8, 1.3, 0.4])
     xbar = x3.mean(0)

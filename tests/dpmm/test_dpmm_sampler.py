@@ -29,7 +29,7 @@ X28 = np.concatenate([GRID, GRID[:9] + RNG.normal(0, 1e-3, (9, 2))])
 
 
 def _ng_log_marginal(x, mean, kappa, shape, rate):
-    """Closed-form Normal-Gamma log marginal likelihood (ALGORITHMS.md 1(a)), float64 NumPy."""
+    """Closed-form Normal-Gamma log marginal likelihood (docs/algorithms/dpmm.md (a)), float64 NumPy."""
     n = len(x)
     kn, an = kappa + n, shape + n / 2
     xbar = x.mean(0)

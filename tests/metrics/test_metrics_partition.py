@@ -1,4 +1,4 @@
-"""Host partition metrics against scikit-learn on random label pairs and on the edge cases of ALGORITHMS.md
+"""Host partition metrics against scikit-learn on random label pairs and on the edge cases of docs/algorithms/metrics.md
 §5."""
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def test_edge_cases_match_sklearn(name):
 
 
 def test_edge_case_table_values():
-    """The measured table of ALGORITHMS.md §5 (truth sizes 3, 3, 4)."""
+    """The table of docs/algorithms/metrics.md (truth sizes 3, 3, 4)."""
     z1 = EDGE_PREDICTIONS["one cluster"]
     assert P.purity(TRUTH, z1) == pytest.approx(0.4)
     assert P.variation_of_information(TRUTH, z1) == pytest.approx(1.0889, abs=1e-4)
