@@ -126,7 +126,8 @@ def coclustering(samples, weights=None) -> jax.Array:
     Returns
     -------
     jax.Array, shape (n, n), float32
-        ``p_ij``; the diagonal is 1. Materialises ``n x n``: use :func:`jaxclust.active.entropy.top_entropy_pairs` for large ``n``.
+        ``p_ij``; the diagonal is 1. Materialises ``n x n``: for large ``n`` use
+        :func:`jaxclust.active.entropy.top_entropy_pairs`.
 
     Every integer is a component id, negative ones included: ``-1`` is a label like any other (two items
     labelled ``-1`` in a sample share a component in it), so the diagonal is exactly 1 whatever the labels.

@@ -785,10 +785,9 @@ def as_constraints(
     pair ``(must_link, cannot_link)`` of pair lists, and returns a :class:`Constraints` over ``n`` items (or
     ``None``). Anything else raises :class:`~jaxclust.errors.ConstraintError` naming ``where`` (e.g.
     ``"COPKMeans.fit"``; ``subject`` describes the ``n`` items in the size-mismatch message; ``soft=False``
-    for an estimator that cannot weigh answers with an error rate, which then raise): in particular an
-    array, which is what lands here when a caller passes labels
-    positionally as ``fit(X, y)`` (constrained estimators take ``fit(X, constraints)``; labels become
-    constraints through :meth:`Constraints.from_labels`).
+    for an estimator that cannot weigh answers with an error rate, which then raise): in particular an array,
+    which is what lands here when a caller passes labels positionally as ``fit(X, y)`` (constrained estimators
+    take ``fit(X, constraints)``; labels become constraints through :meth:`Constraints.from_labels`).
     """
     if constraints is None:
         return None

@@ -1,8 +1,7 @@
 """Conjugate component families for the collapsed DPMM sampler.
 
 Each family is an equinox Module holding its prior (array leaves, so new hyperparameter values do not
-re-compile)
-and implements the same small protocol used by :mod:`jaxclust.dpmm.gibbs`:
+re-compile) and implements the same small protocol used by :mod:`jaxclust.dpmm.gibbs`:
 
 * ``group_stats(X, group_of, n_rows)`` (host, NumPy): sufficient statistics of each must-link group, padded to
   ``n_rows`` rows of size 0. Gaussian families keep *centred* statistics (group mean and scatter about it), so
@@ -346,9 +345,8 @@ class NormalInverseWishart(eqx.Module):
     kappa)``.
 
     The predictive of one point is a multivariate t with ``dof_n - D + 1`` degrees of freedom, location
-    ``mean_n``
-    and shape ``scale_n (kappa_n + 1) / (kappa_n (dof_n - D + 1))``. Group predictives use a Cholesky
-    log-determinant of the updated scale for every slot (O(K D^3) per step: meant for small D).
+    ``mean_n`` and shape ``scale_n (kappa_n + 1) / (kappa_n (dof_n - D + 1))``. Group predictives use a
+    Cholesky log-determinant of the updated scale for every slot (O(K D^3) per step: meant for small D).
 
     Parameters
     ----------

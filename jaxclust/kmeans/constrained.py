@@ -1,16 +1,12 @@
 """Constrained k-means baselines: COP-KMeans (hard constraints) and PCKMeans (penalised constraints).
 
 * COP-KMeans (Wagstaff, Cardie, Rogers & Schroedl, ICML 2001): the classify step visits items in order and
-puts each
-  into the closest cluster that violates no constraint with the items already placed. Must-linked items are
-  placed
-  together as one must-link group (the group goes to the cluster with the least summed squared distance), so
-  only
-  cannot-links can make a cluster infeasible. When a group has no feasible cluster the run fails; the
-  estimator
-  tries its ``n_init`` restarts and raises :class:`~jaxclust.errors.InfeasibleConstraintsError` naming the
-  item
-  only if every restart fails (the original returns nothing).
+  puts each into the closest cluster that violates no constraint with the items already placed. Must-linked items
+  are placed together as one must-link group (the group goes to the cluster with the least summed squared
+  distance), so only cannot-links can make a cluster infeasible. When a group has no feasible cluster the run
+  fails; the estimator tries its ``n_init`` restarts and raises
+  :class:`~jaxclust.errors.InfeasibleConstraintsError` naming the item only if every restart fails (the
+  original returns nothing).
 * PCKMeans (Basu, Banerjee & Mooney, SDM 2004): minimises
   Σ_i ½‖x_i - μ_{l_i}‖² + Σ_{(i,j)∈ML} w·1[l_i ≠ l_j] + Σ_{(i,j)∈CL} w̄·1[l_i = l_j]
   by Lloyd-style iterations whose classify step assigns constrained items one at a time, in a random order,
@@ -290,9 +286,8 @@ def pack_point_constraints(constraints, n: int, capacity: int = 1):
     """Item-level partner tables for :func:`pck_kmeans` (host NumPy).
 
     Returns ``points`` (m,) and the ``ml`` and ``cl`` (m, cap) partner tables; m and cap are rounded up to
-    powers
-    of two and to at least ``capacity`` (padding -1) so repeated fits with growing constraint sets rarely
-    recompile.
+    powers of two and to at least ``capacity`` (padding -1) so repeated fits with growing constraint sets
+    rarely recompile.
     """
     ml_pairs = (
         np.asarray(constraints.must_link, dtype=np.int32).reshape(-1, 2)

@@ -1,13 +1,10 @@
 """EM for Gaussian mixtures, in log space, and soft k-means (the probabilistic reading of k-means).
 
 k-means maximises Σ_i max_c log P(x_i, c) with P(x | c) ∝ exp(-‖x - c‖²) and uniform P(c). Replacing the max
-over
-clusters by the posterior expectation gives EM: the E-step computes responsibilities
-r_ik = P(c = k | x_i) = softmax_k(log π_k + log N(x_i | μ_k, Σ_k)) with ``logsumexp``; the M-step re-estimates
-π_k = N_k / n, μ_k = Σ_i r_ik x_i / N_k and Σ_k (full, diagonal or spherical) plus a covariance floor
-``reg_covar``
-on the diagonal. The mean log-likelihood (1/n) Σ_i log Σ_k π_k N(x_i | μ_k, Σ_k) never decreases (up to the
-floor).
+over clusters by the posterior expectation gives EM: the E-step computes responsibilities r_ik = P(c = k |
+x_i) = softmax_k(log π_k + log N(x_i | μ_k, Σ_k)) with ``logsumexp``; the M-step re-estimates π_k = N_k / n,
+μ_k = Σ_i r_ik x_i / N_k and Σ_k (full, diagonal or spherical) plus a covariance floor ``reg_covar`` on the
+diagonal. The mean log-likelihood (1/n) Σ_i log Σ_k π_k N(x_i | μ_k, Σ_k) never decreases (up to the floor).
 
 :func:`soft_kmeans` is the isotropic special case of the seed: fixed variance 1/(2β), uniform weights, only
 the

@@ -17,13 +17,10 @@ point whose
 the data
   with the constraints so far (PCKMeans by default), learns a random forest on the cluster labels, estimates
   p(x ∈ N_l) ∝ mean random-forest similarity (fraction of trees sharing a leaf) of x to the members of N_l,
-  and picks
-  the point maximising H(p) / E[#queries], where the neighbourhoods are asked in order of decreasing
-  probability so
-  E[#queries] = Σ_r r · p_(r) with p sorted in **descending** order (a public implementation leaves it
-  unsorted).
-  Neighbourhood similarities are accumulated per tree and per leaf (O(T·n)), not through an n×n similarity
-  matrix.
+  and picks the point maximising H(p) / E[#queries], where the neighbourhoods are asked in order of decreasing
+  probability so E[#queries] = Σ_r r · p_(r) with p sorted in **descending** order (a public implementation
+  leaves it unsorted). Neighbourhood similarities are accumulated per tree and per leaf (O(T·n)), not through
+  an n×n similarity matrix.
 
 Oracle. Any object with ``answer(i, j)`` or ``query(i, j)``, or a callable ``oracle(i, j)``, returning
 ``"must"`` /
@@ -36,9 +33,8 @@ oracle
 calls only.
 
 Every strategy records its questions in order in ``queries_`` (``(i, j, answer)``), so the constraint set
-after any
-smaller budget b is :func:`constraints_from_queries` of the first b entries: one run gives a whole learning
-curve.
+after any smaller budget b is :func:`constraints_from_queries` of the first b entries: one run gives a whole
+learning curve.
 """
 
 from __future__ import annotations

@@ -4,10 +4,8 @@ Constraints reach the jitted code as an ``int8`` code per (item, candidate antec
 ``-1`` cannot-link, ``0`` none, and one traced ``weight``:
 
 * ``weight = inf`` (hard): a cannot-linked candidate is removed; if an item has must-linked candidates, only
-  those
-  stay and the dummy link is removed (the item must join their cluster). Greedy inference also refuses a
-  cluster
-  holding any cannot-linked item.
+  those stay and the dummy link is removed (the item must join their cluster). Greedy inference also refuses a
+  cluster holding any cannot-linked item.
 * finite ``weight = rho`` (soft, CCM style): ``s_ij += rho * code_ij``.
 * ``weight = 0``: constraints ignored.
 """

@@ -1,14 +1,11 @@
 """Documents for L3M and their padded batches.
 
 A document is an ordered stream of ``m`` items. Its pair features are stored in *antecedent-window* layout: a
-tensor
-``features`` of shape ``(m, A, F)`` whose entry ``[i, a]`` describes the pair (item ``i``, candidate
-antecedent
-``j = i - 1 - a``), so column 0 is the immediately preceding item. ``A = m - 1`` keeps every earlier item
-(the exact
-model); a smaller ``A`` (``max_antecedents``) keeps only the ``A`` nearest ones, a standard saving for long
-documents.
-With a window, an item whose gold antecedents all lie outside it is trained to take the dummy link.
+tensor ``features`` of shape ``(m, A, F)`` whose entry ``[i, a]`` describes the pair (item ``i``, candidate
+antecedent ``j = i - 1 - a``), so column 0 is the immediately preceding item. ``A = m - 1`` keeps every
+earlier item (the exact model); a smaller ``A`` (``max_antecedents``) keeps only the ``A`` nearest ones, a
+standard saving for long documents. With a window, an item whose gold antecedents all lie outside it is
+trained to take the dummy link.
 
 :func:`pad_batch` stacks several documents into one :class:`DocBatch` of static shape ``(B, M, A, F)`` (sizes
 rounded

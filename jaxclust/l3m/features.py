@@ -1,12 +1,9 @@
 """Pair features for L3M: coreference mention pairs and forum/chat posts, vectorised with NumPy and cached.
 
 Every extractor returns window-layout features ``(m, A, F)`` (see :mod:`jaxclust.l3m.document`): entry ``[i,
-a]``
-describes (item ``i``, antecedent ``j = i - 1 - a``). Per-item attributes are computed once (a loop over
-items, not
-pairs) and pair features are broadcast comparisons of attribute arrays, or entries of ``m x m`` matrices
-built by
-matrix products (token overlap), gathered through the antecedent index.
+a]`` describes (item ``i``, antecedent ``j = i - 1 - a``). Per-item attributes are computed once (a loop over
+items, not pairs) and pair features are broadcast comparisons of attribute arrays, or entries of ``m x m``
+matrices built by matrix products (token overlap), gathered through the antecedent index.
 
 Coreference features (binary, stored as ``uint8``): exact / content-word / subset / head / token-overlap
 string

@@ -5,9 +5,8 @@ the
 documents of a :class:`~jaxclust.l3m.document.DocBatch`.
 
 * :func:`greedy_labels` (docs/algorithms/l3m.md, "Inference"): ``P(c <- i) = sum_{j in c} P(j <- i)`` with
-  ``P(j <- i) = softmax(s_i. / gamma)`` (one-hot on the arg-max at ``gamma = 0``); item ``i`` joins
-  ``c* = argmax_c P(c <- i)`` if ``P(c* <- i) > threshold``, else opens a new cluster. Hard cannot-links
-  block every
+  ``P(j <- i) = softmax(s_i. / gamma)`` (one-hot on the arg-max at ``gamma = 0``); item ``i`` joins ``c* =
+  argmax_c P(c <- i)`` if ``P(c* <- i) > threshold``, else opens a new cluster. Hard cannot-links block every
   cluster holding a cannot-linked item; a hard must-link forces the join.
 * :func:`best_left_link_labels`: link ``i`` to ``argmax_j s_ij`` (dummy = new cluster); exact MAP at ``gamma
   = 0``.

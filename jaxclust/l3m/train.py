@@ -4,8 +4,7 @@
   for a plain :class:`~jaxclust.l3m.model.LinearScorer` the default (chunked) step uses the closed-form
   gradient :func:`~jaxclust.l3m.loss.linear_value_and_grad`, other scorers ``jax.value_and_grad``.
 * :func:`online_epoch` -- the seed's per-item SGD: one optimizer update per item, a ``lax.scan`` over
-  documents and
-  items inside one jit.
+  documents and items inside one jit.
 * :func:`fit_scorer` -- host loop over epochs (tqdm bar), shuffled batches, early stopping on a dev set.
 
 ``gamma``, ``l2`` and the constraint weight are traced arrays, so a sweep over them reuses one compiled step.

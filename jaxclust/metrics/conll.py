@@ -70,8 +70,7 @@ class ConllDocument:
         Number of tokens.
     rows : list of list of str, optional
         The columns of each token line as read (the last column is the coreference cell); ``None`` for
-        documents
-        built from clusters, which are written with placeholder columns.
+        documents built from clusters, which are written with placeholder columns.
     """
 
     name: str
