@@ -268,8 +268,8 @@ def test_a_chmod_read_only_sqlite_store_is_a_named_error(tmp_path):
 def test_an_sqlite_write_error_is_named(tmp_path):
     path = tmp_path / "a.sqlite"
     store = AnswerStore(path)
-    store._conn.close()
-    store._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)  # writes now fail inside SQLite
+    store._backend.conn.close()
+    store._backend.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)  # writes now fail inside SQLite
     with pytest.raises(StoreError, match=r"a.sqlite: is read-only"):
         store.append(0, 1, "must")
     store.close()
