@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numbers
 import sys
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -28,6 +29,10 @@ __all__ = [
     "seed_from",
     "sklearn_seed",
     "check_sample_weight",
+    "Int",
+    "Real",
+    "Options",
+    "validate_params",
 ]
 
 
@@ -278,6 +283,107 @@ def check_fitted(estimator: Any, attribute: str, method: str = "this method") ->
         from jaxclust.errors import NotFittedError  # deferred: built on first use from scikit-learn's class
 
         raise NotFittedError(f"{cls}.{method}: this {cls} instance is not fitted yet; call fit first")
+
+
+# --- declared hyperparameters ------------------------------------------------------------------------------------
+class Int(NamedTuple):
+    """An integer hyperparameter (not a bool, not a float) in ``[minimum, maximum]``; ``none``: None allowed."""
+
+    minimum: int | None = None
+    maximum: int | None = None
+    none: bool = False
+
+    def want(self) -> str:
+        lo, hi = self.minimum, self.maximum
+        text = (
+            f"an int in [{lo}, {hi}]"
+            if lo is not None and hi is not None
+            else f"an int >= {lo}"
+            if lo is not None
+            else f"an int <= {hi}"
+            if hi is not None
+            else "an int"
+        )
+        return f"None or {text}" if self.none else text
+
+    def check(self, value: Any) -> Any:
+        if value is None and self.none:
+            return None
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral | np.integer):
+            raise ValueError
+        v = int(value)
+        if (self.minimum is not None and v < self.minimum) or (self.maximum is not None and v > self.maximum):
+            raise ValueError
+        return v
+
+
+class Real(NamedTuple):
+    """A real hyperparameter in its bounds (``strict``: exclusive; ``allow_inf``: +-inf accepted when the bounds
+    allow it; ``none``: None allowed). NaN, strings and bools are refused."""
+
+    minimum: float | None = None
+    maximum: float | None = None
+    strict: bool = False
+    allow_inf: bool = False
+    none: bool = False
+
+    def want(self) -> str:
+        op_lo, op_hi = (">", "<") if self.strict else (">=", "<=")
+        bounds = [f"{op_lo} {self.minimum}" if self.minimum is not None else "", ""]
+        bounds[1] = f"{op_hi} {self.maximum}" if self.maximum is not None else ""
+        text = ("a number" if self.allow_inf else "a finite number") + "".join(
+            f" {b}" if k == 0 else f" and {b}" for k, b in enumerate(b for b in bounds if b)
+        )
+        return f"None or {text}" if self.none else text
+
+    def check(self, value: Any) -> Any:
+        if value is None and self.none:
+            return None
+        if isinstance(value, bool) or not isinstance(value, numbers.Real | np.integer | np.floating):
+            raise ValueError
+        v = float(value)
+        if np.isnan(v) or (np.isinf(v) and not self.allow_inf):
+            raise ValueError
+        lo, hi = self.minimum, self.maximum
+        if lo is not None and (v <= lo if self.strict else v < lo):
+            raise ValueError
+        if hi is not None and (v >= hi if self.strict else v > hi):
+            raise ValueError
+        return v
+
+
+class Options(NamedTuple):
+    """One of a few values (compared by equality, so ``"batch"`` and not ``"Batch"``)."""
+
+    values: tuple
+
+    def want(self) -> str:
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+    def check(self, value: Any) -> Any:
+        if not any(type(value) is type(v) and value == v for v in self.values):
+            raise ValueError
+        return value
+
+
+def validate_params(
+    estimator: Any, names: Iterable[str] | None = None, rules: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Check an estimator's hyperparameters against the rules its class declares in ``_parameter_constraints``
+    (``{name: Int(...) | Real(...) | Options(...)}``; ``rules`` replaces them) and return them checked (ints as
+    ``int``, reals as ``float``). A bad one raises :class:`~jaxclust.errors.InvalidInputError` written as the
+    user spelled it: ``"KMeans(n_clusters=0): expected an int >= 1"``. ``names`` restricts the check to some."""
+    rules = type(estimator)._parameter_constraints if rules is None else rules
+    out = {}
+    for name in rules if names is None else names:
+        value = getattr(estimator, name)
+        try:
+            out[name] = rules[name].check(value)
+        except (ValueError, TypeError, OverflowError):
+            raise InvalidInputError(
+                f"{type(estimator).__name__}({name}={value!r}): expected {rules[name].want()}"
+            ) from None
+    return out
 
 
 _CONSTRAINT_KEYS = ("must_link", "cannot_link")

@@ -112,3 +112,65 @@ def test_seeds_are_reproducible_and_explicit():
     a = jax.random.normal(prng_key(5), (3,))
     b = jax.random.normal(prng_key(np.random.RandomState(0)), (3,))
     assert not np.allclose(a, b)
+
+
+def test_declared_hyperparameters_are_checked_and_named_as_spelled():
+    from jaxclust.validation import Int, Options, Real, validate_params
+
+    class Est:
+        _parameter_constraints = {
+            "k": Int(1),
+            "tol": Real(0.0),
+            "rate": Real(0.0, 1.0, strict=True),
+            "gamma": Real(0.0, strict=True, allow_inf=True),
+            "cap": Int(1, none=True),
+            "mode": Options(("a", "b")),
+        }
+
+        def __init__(self, **kw):
+            self.__dict__.update(
+                {"k": 2, "tol": 0, "rate": 0.5, "gamma": np.inf, "cap": None, "mode": "a", **kw}
+            )
+
+    got = validate_params(Est(k=np.int64(3)))
+    assert got == {"k": 3, "tol": 0.0, "rate": 0.5, "gamma": np.inf, "cap": None, "mode": "a"}
+    assert type(got["k"]) is int and type(got["tol"]) is float
+    bad = [
+        ({"k": 0}, "Est(k=0): expected an int >= 1"),
+        ({"k": True}, "Est(k=True): expected an int >= 1"),
+        ({"k": 2.0}, "Est(k=2.0): expected an int >= 1"),
+        ({"tol": np.nan}, "Est(tol=nan): expected a finite number >= 0.0"),
+        ({"tol": "0"}, "Est(tol='0'): expected a finite number >= 0.0"),
+        ({"rate": 1.0}, "Est(rate=1.0): expected a finite number > 0.0 and < 1.0"),
+        ({"gamma": 0.0}, "Est(gamma=0.0): expected a number > 0.0"),
+        ({"cap": 0}, "Est(cap=0): expected None or an int >= 1"),
+        ({"mode": "A"}, "Est(mode='A'): expected one of 'a', 'b'"),
+    ]
+    for kw, message in bad:
+        with pytest.raises(InvalidInputError) as info:
+            validate_params(Est(**kw))
+        assert str(info.value) == message
+
+
+def test_every_declared_hyperparameter_is_a_constructor_argument():
+    import importlib
+    import inspect
+    import pkgutil
+
+    import jaxclust
+
+    seen = 0
+    for info in pkgutil.walk_packages(jaxclust.__path__, "jaxclust."):
+        if ".apps" in info.name:
+            continue
+        mod = importlib.import_module(info.name)
+        for cls in vars(mod).values():
+            if (
+                inspect.isclass(cls)
+                and cls.__module__ == mod.__name__
+                and "_parameter_constraints" in vars(cls)
+            ):
+                args = set(inspect.signature(cls.__init__).parameters)
+                assert set(cls._parameter_constraints) <= args, cls.__name__
+                seen += 1
+    assert seen >= 9  # KMeans, COP/PCKMeans, GaussianMixture, the query baselines, ITML, ICC, L3M

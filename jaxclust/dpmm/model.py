@@ -19,7 +19,7 @@ from jaxclust.dpmm.families import DirichletMultinomial, NormalGamma, NormalInve
 from jaxclust.dpmm.kernels import SAMPLERS, Kernel
 from jaxclust.dpmm.predictive import assignment_probabilities
 from jaxclust.errors import InvalidInputError, JaxclustWarning, NotFittedError
-from jaxclust.validation import check_array, check_labels, check_positive, prng_key
+from jaxclust.validation import check_array, check_int, check_labels, check_positive, prng_key
 
 __all__ = [
     "DPMM",
@@ -64,12 +64,6 @@ def choose_sampler(sampler: str, n_groups: int) -> str:
     if sampler == "auto":
         return "collapsed" if n_groups < AUTO_SUBCLUSTER_GROUPS else "subcluster"
     return sampler
-
-
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise InvalidInputError(f"{name}: expected an int >= {minimum}, got {value!r}")
-    return int(value)
 
 
 class PreparedData(NamedTuple):
@@ -228,9 +222,9 @@ def sample(
         ("n_samples", n_samples, 1),
     ):
         if value is not None:
-            _check_int(value, name, low)
+            check_int(value, name, minimum=low)
     if thin is not None:
-        _check_int(thin, "thin", 1)
+        check_int(thin, "thin", minimum=1)
     alpha = check_positive(alpha, "alpha")
     alpha_prior = check_alpha_prior(alpha_prior)
     if mesh is not None:
@@ -248,8 +242,8 @@ def sample(
     key = prng_key(key)
     k_run = jax.random.split(key)[1]
     if capacity is not None:
-        capacity = _check_int(capacity, "capacity", 1)
-    split_merge = _check_int(split_merge, "split_merge", 0)
+        capacity = check_int(capacity, "capacity", minimum=1)
+    split_merge = check_int(split_merge, "split_merge", minimum=0)
     if init_labels is None:
         item_labels = np.zeros((n_chains, n), dtype=np.int64)
     else:
@@ -413,7 +407,7 @@ class DPMM(ClusterMixin, BaseEstimator):
         X = check_array(X, name="X", min_rows=2)
         constraints = as_constraints(constraints, X.shape[0], where="DPMM.fit")
         if self.max_components is not None:
-            _check_int(self.max_components, "max_components", 1)
+            check_int(self.max_components, "max_components", minimum=1)
         n_groups = X.shape[0] if constraints is None else constraints.n_groups
         self.settings_ = resolve_settings(
             self.sampler,

@@ -37,7 +37,14 @@ from sklearn.base import BaseEstimator
 from jaxclust.constraints import as_constraints
 from jaxclust.errors import ConstraintError, InvalidInputError, NotFittedError
 from jaxclust.shapes import next_pow2
-from jaxclust.validation import check_array, check_float, looks_like_constraints
+from jaxclust.validation import (
+    Int,
+    Options,
+    Real,
+    check_array,
+    looks_like_constraints,
+    validate_params,
+)
 
 __all__ = [
     "ITML",
@@ -370,6 +377,13 @@ class ITML(BaseEstimator):
     n_pairs_used_ : int, constraints kept (identical-point pairs are dropped).
     """
 
+    _parameter_constraints = {
+        "padding": Options(("fine", "pow2")),
+        "max_iter": Int(1),
+        "gamma": Real(0.0, strict=True, allow_inf=True),
+        "tol": Real(0.0),
+    }
+
     def __init__(self, gamma=1.0, max_iter=1000, tol=1e-3, prior="identity", bounds=None, padding="fine"):
         self.gamma = gamma
         self.max_iter = max_iter
@@ -396,14 +410,8 @@ class ITML(BaseEstimator):
         """
 
         X = check_array(X, name="X", min_rows=2)
-        if not (isinstance(self.padding, str) and self.padding in ("fine", "pow2")):
-            raise InvalidInputError(f"padding: expected 'fine' or 'pow2', got {self.padding!r}")
-        if isinstance(self.max_iter, bool) or not (
-            isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1
-        ):
-            raise InvalidInputError(f"max_iter: expected a positive int, got {self.max_iter!r}")
-        gamma = check_float(self.gamma, "gamma", minimum=0.0, strict=True, allow_inf=True)
-        tol = check_float(self.tol, "tol", minimum=0.0)
+        params = validate_params(self)
+        gamma, tol = params["gamma"], params["tol"]
         P, yy = _pairs_from_input(pairs, y, X.shape[0])
         identity = isinstance(self.prior, str) and self.prior == "identity"
         A0 = None if identity else _prior_matrix(self.prior, X)  # None: the device builds the identity

@@ -47,12 +47,15 @@ from jaxclust.icc.agglomerative import (
 from jaxclust.icc.itml import ITML
 from jaxclust.icc.silhouette import silh_const_scores, silh_const_weights
 from jaxclust.validation import (
+    Int,
+    Options,
     check_array,
     check_int,
     check_labels,
     reject_constraints_as_y,
     seed_from,
     sklearn_seed,
+    validate_params,
 )
 
 __all__ = ["ICC", "prototypes", "propagate_labels", "label_constraints"]
@@ -174,6 +177,15 @@ class ICC(BaseEstimator):
     n_iter_ : int, clustering iterations run.
     """
 
+    _parameter_constraints = {
+        "strategy": Options(_STRATEGIES),
+        "n_clusters": Int(2),
+        "batch_size": Int(1),
+        "max_iter": Int(1),
+        "max_constraints": Int(1),
+        "n_components": Int(1, none=True),
+    }
+
     def __init__(
         self,
         n_clusters=7,
@@ -240,19 +252,7 @@ class ICC(BaseEstimator):
         reject_constraints_as_y(
             oracle, "ICC.fit", "ICC's oracle is gold labels or f(indices) -> labels", name="oracle"
         )
-        if not (isinstance(self.strategy, str) and self.strategy in _STRATEGIES):
-            raise InvalidInputError(f"strategy: expected one of {_STRATEGIES}, got {self.strategy!r}")
-        k = self.n_clusters
-        if isinstance(k, bool) or not (isinstance(k, (int, np.integer)) and k >= 2):
-            raise InvalidInputError(f"n_clusters: expected an int >= 2, got {k!r}")
-        if isinstance(self.batch_size, bool) or not (
-            isinstance(self.batch_size, (int, np.integer)) and self.batch_size >= 1
-        ):
-            raise InvalidInputError(f"batch_size: expected a positive int, got {self.batch_size!r}")
-        check_int(self.max_iter, "max_iter", minimum=1)
-        check_int(self.max_constraints, "max_constraints", minimum=1)
-        if self.n_components is not None:
-            check_int(self.n_components, "n_components", minimum=1)
+        k = validate_params(self)["n_clusters"]
         for c in self.checkpoints or ():
             check_int(c, "checkpoints", minimum=1)
         seed = seed_from(self.random_state)

@@ -25,7 +25,7 @@ from sklearn.utils.validation import validate_data
 
 from jaxclust.errors import InvalidInputError, InvalidInputTypeError, NumericalError
 from jaxclust.shapes import next_pow2
-from jaxclust.validation import check_array
+from jaxclust.validation import Int, Real, check_array, validate_params
 
 __all__ = [
     "bucket_rows",
@@ -135,23 +135,20 @@ def scaled_centres(X: np.ndarray, centres: np.ndarray):
     return X, centres.astype(X.dtype), 0
 
 
-def check_params(n_clusters, n_init, max_iter, tol, n_samples, cls="KMeans"):
-    def positive_int(v, name):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-            raise InvalidInputError(f"{cls}: {name} must be a positive integer, got {v!r}")
+# the hyperparameters every k-means estimator shares, declared once
+KMEANS_PARAMS = {"n_clusters": Int(1), "n_init": Int(1), "max_iter": Int(1), "tol": Real(0.0)}
 
-    positive_int(n_clusters, "n_clusters")
-    positive_int(n_init, "n_init")
-    positive_int(max_iter, "max_iter")
-    if (
-        isinstance(tol, bool)
-        or not isinstance(tol, (int, float, np.integer, np.floating))
-        or not np.isfinite(tol)
-        or tol < 0
-    ):
-        raise InvalidInputError(f"{cls}: tol must be a finite number >= 0, got {tol!r}")
-    if n_samples < n_clusters:
-        raise InvalidInputError(f"{cls}: n_samples={n_samples} should be >= n_clusters={n_clusters}")
+
+def check_params(estimator, n_samples: int) -> dict:
+    """The estimator's declared hyperparameters, checked (:func:`~jaxclust.validation.validate_params`), and
+    at least as many rows as clusters."""
+    params = validate_params(estimator)
+    k = params["n_clusters"]
+    if n_samples < k:
+        raise InvalidInputError(
+            f"{type(estimator).__name__}: n_samples={n_samples} should be >= n_clusters={k}"
+        )
+    return params
 
 
 _BUCKET_MAX = 4096

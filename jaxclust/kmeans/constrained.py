@@ -37,7 +37,7 @@ from jaxclust.errors import InfeasibleConstraintsError
 from jaxclust.kmeans import common
 from jaxclust.kmeans.lloyd_kmeans import assign, kmeans_plusplus
 from jaxclust.shapes import next_pow2
-from jaxclust.validation import check_fitted, check_float, check_int, prng_key
+from jaxclust.validation import Int, Real, check_fitted, prng_key, validate_params
 
 __all__ = ["COPResult", "cop_kmeans", "PCKResult", "pck_kmeans", "COPKMeans", "PCKMeans"]
 
@@ -365,7 +365,7 @@ class _ConstrainedBase(ClusterMixin, BaseEstimator):
         the centring mean, the absolute tolerance, the constraints and p."""
         X = common.check_X(self, X, reset=True)
         n = X.shape[0]
-        common.check_params(self.n_clusters, self.n_init, self.max_iter, self.tol, n, cls=type(self).__name__)
+        common.check_params(self, n)
         c = _check_constraints(constraints, n, type(self).__name__)
         p = common.scale_exponent(X.dtype, X)
         Xs = np.ldexp(X, -p).astype(X.dtype) if p else X
@@ -403,6 +403,8 @@ class COPKMeans(_ConstrainedBase):
         From ``fit`` when every restart meets an item with no feasible cluster; the message names the item and
         its cannot-link partners.
     """
+
+    _parameter_constraints = common.KMEANS_PARAMS
 
     def __init__(self, n_clusters=8, *, n_init=10, max_iter=300, tol=1e-4, random_state=0):
         self.n_clusters = n_clusters
@@ -480,6 +482,13 @@ class PCKMeans(_ConstrainedBase):
     cluster_centers_, labels_, inertia_ (Σ squared distances), objective_ (½·inertia + penalties), n_iter_
     """
 
+    _parameter_constraints = {
+        **common.KMEANS_PARAMS,
+        "w": Real(0.0),
+        "w_bar": Real(0.0, none=True),
+        "capacity": Int(1),
+    }
+
     def __init__(
         self,
         n_clusters=8,
@@ -511,9 +520,9 @@ class PCKMeans(_ConstrainedBase):
             Also positional, ``fit(X, constraints)``: the convention of every constrained jaxclust estimator
             (there is no ``y``; an array here raises ``ConstraintError``).
         """
-        w = check_float(self.w, "w", minimum=0.0)
-        w_bar = w if self.w_bar is None else check_float(self.w_bar, "w_bar", minimum=0.0)
-        capacity = check_int(self.capacity, "capacity", minimum=1)
+        params = validate_params(self, ("w", "w_bar", "capacity"))
+        w, capacity = params["w"], params["capacity"]
+        w_bar = w if params["w_bar"] is None else params["w_bar"]
         X, Xc, mean, tol, c, p = self._prepare(X, constraints)
         # costs are in units of ½‖x - μ‖²: on data scaled by 2**-p they scale by 4**-p
         w_s, w_bar_s = (math.ldexp(w, -2 * p), math.ldexp(w_bar, -2 * p)) if p else (w, w_bar)

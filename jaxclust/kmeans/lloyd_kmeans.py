@@ -38,6 +38,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 
 from jaxclust.errors import InvalidInputError, NumericalError
 from jaxclust.kmeans.common import (
+    KMEANS_PARAMS,
     bucket_rows,
     check_params,
     check_X,
@@ -513,6 +514,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     0.01
     """
 
+    _parameter_constraints = KMEANS_PARAMS
+
     def __init__(self, n_clusters=8, *, init="k-means++", n_init=10, max_iter=300, tol=1e-4, random_state=0):
         self.n_clusters = n_clusters
         self.init = init
@@ -537,8 +540,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         )
         X_in = X = check_X(self, X, reset=True)
         n = X.shape[0]
-        check_params(self.n_clusters, self.n_init, self.max_iter, self.tol, n)
-        k = int(self.n_clusters)
+        k = check_params(self, n)["n_clusters"]
         init = self._check_init(X, k)
         weighted = sample_weight is not None
         w = check_sample_weight(sample_weight, n, np.float64)

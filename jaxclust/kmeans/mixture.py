@@ -34,7 +34,15 @@ from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
 from jaxclust.errors import InvalidInputError, NumericalError
 from jaxclust.kmeans.common import bucket_rows, check_X, x64_for
 from jaxclust.kmeans.lloyd_kmeans import kmeans
-from jaxclust.validation import check_fitted, check_float, check_int, prng_key, reject_constraints_as_y
+from jaxclust.validation import (
+    Int,
+    Options,
+    Real,
+    check_fitted,
+    prng_key,
+    reject_constraints_as_y,
+    validate_params,
+)
 
 __all__ = [
     "GMMParams",
@@ -302,6 +310,16 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
     lower_bound_ (float, mean log-likelihood at the last iteration), lower_bounds_ (list, the trace).
     """
 
+    _parameter_constraints = {
+        "n_components": Int(1),
+        "covariance_type": Options(_COV_TYPES),
+        "tol": Real(0.0),
+        "reg_covar": Real(0.0),
+        "max_iter": Int(1),
+        "n_init": Int(1),
+        "init_params": Options(("kmeans", "random")),
+    }
+
     def __init__(
         self,
         n_components=1,
@@ -330,9 +348,7 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
         self.random_state = random_state
 
     def _validate_params_gmm(self, n):
-        k = self.n_components
-        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
-            raise InvalidInputError(f"GaussianMixture: n_components must be a positive integer, got {k!r}")
+        k = validate_params(self)["n_components"]
         given = [
             name
             for name in ("weights_init", "means_init", "precisions_init")
@@ -346,18 +362,6 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
             )
         if n < k:
             raise InvalidInputError(f"GaussianMixture: n_samples={n} should be >= n_components={k}")
-        if self.covariance_type not in _COV_TYPES:
-            raise InvalidInputError(
-                f"GaussianMixture: covariance_type must be one of {_COV_TYPES}, got {self.covariance_type!r}"
-            )
-        if self.init_params not in ("kmeans", "random"):
-            raise InvalidInputError(
-                f"GaussianMixture: init_params must be 'kmeans' or 'random', got {self.init_params!r}"
-            )
-        for name in ("tol", "reg_covar"):
-            check_float(getattr(self, name), name, minimum=0.0)
-        for name in ("max_iter", "n_init"):
-            check_int(getattr(self, name), name, minimum=1)
 
     def _user_init(self, X):
         k, d = self.n_components, X.shape[1]

@@ -45,7 +45,15 @@ from tqdm.auto import tqdm
 from jaxclust.constraints import Constraints, as_constraints, ask
 from jaxclust.errors import InvalidInputError
 from jaxclust.kmeans.constrained import PCKMeans
-from jaxclust.validation import check_array, check_int, looks_like_constraints, seed_from, sklearn_seed
+from jaxclust.validation import (
+    Int,
+    check_array,
+    check_int,
+    looks_like_constraints,
+    seed_from,
+    sklearn_seed,
+    validate_params,
+)
 
 __all__ = ["ExploreConsolidate", "MinMax", "NPU", "constraints_from_queries", "closure_constraints"]
 
@@ -149,6 +157,8 @@ class _Session:
 class _NeighbourhoodStrategy:
     """Shared fit: explore by farthest-first until ``n_clusters`` neighbourhoods, then consolidate."""
 
+    _parameter_constraints = {"n_clusters": Int(1), "max_queries": Int(0)}
+
     def __init__(self, n_clusters: int = 8, max_queries: int = 100, random_state=0, progress: bool = False):
         self.n_clusters = n_clusters
         self.max_queries = max_queries
@@ -162,13 +172,7 @@ class _NeighbourhoodStrategy:
         X = check_array(X, name="X", min_rows=2)
         oracle = _check_oracle(oracle, where)
         constraints = as_constraints(constraints, X.shape[0], where=where, soft=False)
-        k, q = self.n_clusters, self.max_queries
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise InvalidInputError(
-                f"{type(self).__name__}: n_clusters must be a positive integer, got {k!r}"
-            )
-        if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 0:
-            raise InvalidInputError(f"{type(self).__name__}: max_queries must be an integer >= 0, got {q!r}")
+        validate_params(self)
         return X, oracle, constraints
 
     @staticmethod
@@ -297,6 +301,8 @@ class NPU:
     queries_, constraints_, neighborhoods_, n_queries_ : as :class:`ExploreConsolidate`.
     """
 
+    _parameter_constraints = {"n_clusters": Int(1), "max_queries": Int(0), "n_estimators": Int(1)}
+
     def __init__(
         self,
         n_clusters: int = 8,
@@ -319,12 +325,6 @@ class NPU:
         from sklearn.ensemble import RandomForestClassifier
 
         X, oracle, constraints = _NeighbourhoodStrategy._validate(self, X, oracle, constraints)
-        if isinstance(self.n_estimators, bool) or not (
-            isinstance(self.n_estimators, int | np.integer) and self.n_estimators >= 1
-        ):
-            raise InvalidInputError(
-                f"NPU: n_estimators must be a positive integer, got {self.n_estimators!r}"
-            )
         n = X.shape[0]
         seed = seed_from(self.random_state)
         rng = np.random.default_rng(seed)

@@ -16,7 +16,7 @@ from jaxclust.l3m.document import Document, pad_batch
 from jaxclust.l3m.infer import predict_batch
 from jaxclust.l3m.model import make_scorer
 from jaxclust.l3m.train import fit_scorer
-from jaxclust.validation import looks_like_constraints, prng_key
+from jaxclust.validation import Int, Options, Real, looks_like_constraints, prng_key, validate_params
 
 __all__ = ["L3M"]
 
@@ -82,6 +82,21 @@ class L3M(BaseEstimator):
     n_iter_ : int, epochs run
     """
 
+    _parameter_constraints = {
+        "gamma": Real(0.0),
+        "threshold": Real(0.0, 1.0),
+        "l2": Real(0.0),
+        "learning_rate": Real(0.0),
+        "constraint_weight": Real(0.0, allow_inf=True),
+        "n_epochs": Int(1),
+        "batch_size": Int(1),
+        "patience": Int(1),
+        "max_antecedents": Int(1, none=True),
+        "decoding": Options(("greedy", "best_link")),
+        "mode": Options(("batch", "item")),
+    }
+    _mlp_constraints = {"hidden": Int(1)}
+
     def __init__(
         self,
         gamma=1.0,
@@ -120,38 +135,9 @@ class L3M(BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
-        def number(name, lo=None, hi=None):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or np.isnan(v):
-                raise InvalidInputError(f"{name} must be a number, got {v!r}")
-            if (lo is not None and v < lo) or (hi is not None and v > hi):
-                raise InvalidInputError(f"{name} must be in [{lo}, {hi}], got {v!r}")
-            return v
-
-        number("gamma", 0.0)
-        number("threshold", 0.0, 1.0)
-        number("l2", 0.0)
-        number("learning_rate", 0.0)
-        if number("constraint_weight") < 0:
-            raise InvalidInputError(f"constraint_weight must be >= 0, got {self.constraint_weight!r}")
-        for name in ("n_epochs", "batch_size", "patience"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise InvalidInputError(f"{name} must be a positive integer, got {v!r}")
-        if self.max_antecedents is not None and (
-            not isinstance(self.max_antecedents, (int, np.integer)) or self.max_antecedents < 1
-        ):
-            raise InvalidInputError(
-                f"max_antecedents must be None or a positive integer, got {self.max_antecedents!r}"
-            )
-        if self.scorer == "mlp" and (
-            isinstance(self.hidden, bool) or not isinstance(self.hidden, (int, np.integer)) or self.hidden < 1
-        ):
-            raise InvalidInputError(f"hidden must be a positive integer, got {self.hidden!r}")
-        if self.decoding not in ("greedy", "best_link"):
-            raise InvalidInputError(f"decoding must be 'greedy' or 'best_link', got {self.decoding!r}")
-        if self.mode not in ("batch", "item"):
-            raise InvalidInputError(f"mode must be 'batch' or 'item', got {self.mode!r}")
+        validate_params(self)
+        if self.scorer == "mlp":
+            validate_params(self, rules=self._mlp_constraints)
 
     def _as_document(self, doc, clusters=None, constraints=None, k=0, need_gold=False):
         if isinstance(doc, Document):

@@ -103,7 +103,7 @@ def test_constraints_must_match_rows(blobs):
     X, _ = blobs
     with pytest.raises(ConstraintError, match="built for 10 items"):
         PCKMeans(K).fit(X, constraints=Constraints(10))
-    with pytest.raises(InvalidInputError, match="w: .*got -1.0"):
+    with pytest.raises(InvalidInputError, match=r"PCKMeans\(w=-1.0\): expected a finite number >= 0"):
         PCKMeans(K, w=-1.0).fit(X)
 
 
