@@ -20,6 +20,10 @@ def _data_root() -> Path | None:
     return None
 
 
+# The applications turn JAX's persistent compilation cache on by default; tests leave JAX's configuration alone
+# (tests/apps/test_cache.py checks the default in a fresh process).
+os.environ.setdefault("JAXCLUST_NO_COMPILATION_CACHE", "1")
+
 _ROOT = _data_root()
 if _ROOT is not None:
     # Loaders resolve JAXCLUST_DATA, so tests and the code see the same folder.

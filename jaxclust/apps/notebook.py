@@ -45,6 +45,7 @@ from jaxclust.apps.annotate import (
     default_model,
     make_learner,
 )
+from jaxclust.apps.cache import use_compilation_cache
 from jaxclust.apps.features import compute_features, session_features
 from jaxclust.errors import InvalidInputError, MissingDependencyError
 
@@ -114,6 +115,9 @@ class NotebookAnnotator:
         Replaces :class:`jaxclust.text.TextFeaturizer` for texts (when the store is created).
     max_chars : int or None
         Texts are cut at a word boundary to this many characters (default 300).
+    compilation_cache : bool
+        Keep JAX's compiled programs on disk (default True, as ``jaxclust annotate``: see
+        :mod:`jaxclust.apps.cache`), so that the next session starts faster.
 
     Attributes
     ----------
@@ -152,9 +156,11 @@ class NotebookAnnotator:
         context_column: str | None = None,
         featurizer: Any = None,
         max_chars: int | None = 300,
+        compilation_cache: bool = True,
     ):
 
         self._w = _widgets()
+        use_compilation_cache(compilation_cache)
         given = [k for k, v in (("data", data), ("texts", texts), ("X", X)) if v is not None]
         if len(given) != 1:
             raise InvalidInputError(
