@@ -10,6 +10,7 @@
   with one text per line, JSON lines, a ``.npy`` matrix of embeddings) or from Python lists and arrays;
 * :mod:`jaxclust.apps.features`: their feature matrix, saved with the answer store so that a resumed session
   uses exactly the same features;
+* :mod:`jaxclust.apps.cache`: JAX's compiled programs kept on disk, on by default in every application;
 * :mod:`jaxclust.apps.notebook`: the notebook annotator (ipywidgets; ``pip install "jaxclust[notebooks]"``);
 * :mod:`jaxclust.apps.experiment`: experiment grids from TOML configs, run locally or on Ray
   (``jaxclust experiment``).
