@@ -14,7 +14,7 @@ import typer
 
 from jaxclust.apps.annotate import run_annotate
 from jaxclust.apps.cache import use_compilation_cache
-from jaxclust.apps.cli_common import Command, OneLineErrors, fail, one_line_warnings
+from jaxclust.apps.cli_common import COMPILATION_CACHE_OPTION, Command, OneLineErrors, fail, one_line_warnings
 from jaxclust.apps.demo import check_demo_options, run_demo
 from jaxclust.errors import JaxclustError
 
@@ -51,12 +51,7 @@ def demo(
     ),
     seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
     n_queries: int = typer.Option(None, "--n-queries", help="Override the number of questions (>= 1)."),
-    compilation_cache: bool = typer.Option(
-        True,
-        "--compilation-cache/--no-compilation-cache",
-        help="Keep compiled programs in ~/.cache/jaxclust/xla (or $JAXCLUST_CACHE_DIR) so the next run starts "
-        "faster.",
-    ),
+    compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
     """Active vs random constraint selection for the constrained DPMM on the wine data (no data needed)."""
 
@@ -138,12 +133,7 @@ def annotate(
     n_samples: int = typer.Option(10, "--n-samples", help="Samples per chain."),
     n_chains: int = typer.Option(4, "--n-chains", help="Sampler chains."),
     seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
-    compilation_cache: bool = typer.Option(
-        True,
-        "--compilation-cache/--no-compilation-cache",
-        help="Keep compiled programs in ~/.cache/jaxclust/xla (or $JAXCLUST_CACHE_DIR) so the next run starts "
-        "faster.",
-    ),
+    compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
     """Interactive, resumable active clustering of your own texts or data: answer y / n / d (don't know) / q."""
 

@@ -23,7 +23,14 @@ try:  # typer >= 0.20 vendors click
 except ImportError:  # pragma: no cover - older typer on click
     import click.exceptions as _cx
 
-__all__ = ["Command", "Group", "OneLineErrors", "fail", "one_line_warnings"]
+__all__ = ["COMPILATION_CACHE_OPTION", "Command", "Group", "OneLineErrors", "fail", "one_line_warnings"]
+
+#: ``--compilation-cache/--no-compilation-cache``, the same on every command that fits (see jaxclust.apps.cache)
+COMPILATION_CACHE_OPTION = typer.Option(
+    True,
+    "--compilation-cache/--no-compilation-cache",
+    help="Keep compiled programs in ~/.cache/jaxclust/xla (or $JAXCLUST_CACHE_DIR) so the next run starts faster.",
+)
 
 _NO_ARGS = getattr(_cx, "NoArgsIsHelpError", ())
 

@@ -328,6 +328,10 @@ def run_demo(
     for r in range(repeats):
         strategies.append((active, "explore", batch, random_state + r, random_state + r))
         strategies.append((rand, "random", batch, random_state + 1000 + r, random_state + r))
+    echo(
+        f"wine data, 178 items: {n_q} questions by active selection and by random pairs, {repeats} seeds each; "
+        "the first fit compiles the sampler (kept in the compilation cache for the next run)"
+    )
     t0 = time.perf_counter()
     runs = run_curves(
         X, y, model, strategies, n_q, min_samples=min_samples, warm_burnin=warm, progress=progress

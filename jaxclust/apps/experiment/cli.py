@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from jaxclust.apps.cache import use_compilation_cache
-from jaxclust.apps.cli_common import Command, Group, fail, one_line_warnings
+from jaxclust.apps.cli_common import COMPILATION_CACHE_OPTION, Command, Group, fail, one_line_warnings
 from jaxclust.apps.experiment.runner import plan, run_grid
 from jaxclust.apps.experiment.summary import summarize as _summarize
 from jaxclust.errors import JaxclustError
@@ -48,12 +48,7 @@ def run(
     fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first failing run."),
     summary: bool = typer.Option(True, "--summary/--no-summary", help="Summarise the folder at the end."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar over runs."),
-    compilation_cache: bool = typer.Option(
-        True,
-        "--compilation-cache/--no-compilation-cache",
-        help="Keep compiled programs in ~/.cache/jaxclust/xla (or $JAXCLUST_CACHE_DIR) so the next run starts "
-        "faster.",
-    ),
+    compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
     """Run every run of CONFIG that --out does not hold yet (each saved as it finishes), then summarise."""
 
