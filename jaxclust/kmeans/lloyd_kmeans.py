@@ -565,29 +565,12 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             Xj = jnp.asarray(bucket_rows(Xc))
             wj = jnp.asarray(np.pad(w, (0, Xj.shape[0] - n))) if weighted else None
             if init is None:
+                run = {"n_init": int(self.n_init), "max_iter": int(self.max_iter), "tol": tol, "n_valid": n}
                 if self.init == "k-means++":
-                    res = kmeans(
-                        key,
-                        Xj,
-                        k,
-                        n_init=int(self.n_init),
-                        max_iter=int(self.max_iter),
-                        tol=tol,
-                        n_valid=n,
-                        sample_weight=wj,
-                    )
+                    res = kmeans(key, Xj, k, **run, sample_weight=wj)
                 else:
-                    res = _kmeans_random(
-                        key,
-                        Xj,
-                        k,
-                        n_init=int(self.n_init),
-                        max_iter=int(self.max_iter),
-                        tol=tol,
-                        n_valid=n,
-                        sample_weight=wj,
-                        split=_can_split(Xj.shape[0] * Xj.shape[1] * k * int(self.n_init), key),
-                    )
+                    split = _can_split(Xj.shape[0] * Xj.shape[1] * k * int(self.n_init), key)
+                    res = _kmeans_random(key, Xj, k, **run, sample_weight=wj, split=split)
             else:
                 res = lloyd(
                     Xj,
