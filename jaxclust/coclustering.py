@@ -32,13 +32,19 @@ def relabel(labels) -> np.ndarray:
     """Integer labels (n,) or (R, n) renumbered 0, 1, ... in order of first appearance along each row, so
     that two labellings of the same partition become identical (any integers, negative ones included)."""
     labels = np.asarray(labels)
-    rows = labels.reshape(-1, labels.shape[-1]) if labels.size else labels.reshape(-1, 0)
+    if labels.size == 0:
+        return labels.astype(np.int64)
+    rows = labels.reshape(-1, labels.shape[-1])
     R, n = rows.shape
-    if rows.size and np.issubdtype(rows.dtype, np.integer) and rows.min() >= 0 and rows.max() < 4 * n:
-        ids = rows.astype(np.int64)  # a sampler's slots: small non-negative already, no sort needed
-    else:
-        ids = np.unique(rows, return_inverse=True)[1].reshape(R, n).astype(np.int64)  # 0..K-1 by value
-    K = int(ids.max()) + 1 if ids.size else 1
+    if np.issubdtype(rows.dtype, np.integer) and rows.min() >= 0 and rows.max() < n:
+        ids = rows.astype(np.int64)  # a sampler's slots: already in 0..n-1, no sort needed
+    else:  # each row's values ranked 0..K-1 (K <= n per row, whatever the labels' range)
+        order = np.argsort(rows, axis=1, kind="stable")
+        ordered = np.take_along_axis(rows, order, axis=1)
+        rank = np.cumsum(np.concatenate([np.zeros((R, 1), bool), ordered[:, 1:] != ordered[:, :-1]], 1), 1)
+        ids = np.empty((R, n), np.int64)
+        np.put_along_axis(ids, order, rank, axis=1)
+    K = int(ids.max()) + 1
     first = np.full((R, K), n, dtype=np.int64)
     np.minimum.at(first, (np.repeat(np.arange(R), n), ids.ravel()), np.tile(np.arange(n), R))
     rank = np.empty_like(first)
@@ -57,10 +63,7 @@ def as_samples(samples) -> np.ndarray:
         )  # names the problem
         if not np.all(arr == np.round(arr)):
             raise InvalidInputError("samples: expected integer component labels")
-    out = np.empty(arr.shape, np.int32)
-    for s, row in enumerate(arr):
-        out[s] = np.unique(row, return_inverse=True)[1].reshape(-1)
-    return out
+    return relabel(arr).astype(np.int32)
 
 
 def as_sample_weights(weights, n_samples: int) -> jax.Array:

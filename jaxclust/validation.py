@@ -223,69 +223,7 @@ def check_positive(value: Any, name: str, *, strict: bool = True) -> float:
     return v
 
 
-def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
-    """Return ``value`` as a Python int after checking it is an integer (not a bool, not a float) in range.
-
-    The message names the parameter as the user spelled it: ``"capacity: expected an int >= 1, got 'big'"``.
-    """
-    if minimum is not None and maximum is not None:
-        want = f"an int in [{minimum}, {maximum}]"
-    elif minimum is not None:
-        want = f"an int >= {minimum}"
-    elif maximum is not None:
-        want = f"an int <= {maximum}"
-    else:
-        want = "an int"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral | np.integer):
-        raise InvalidInputError(f"{name}: expected {want}, got {value!r}")
-    v = int(value)
-    if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
-        raise InvalidInputError(f"{name}: expected {want}, got {value!r}")
-    return v
-
-
-def check_float(
-    value: Any,
-    name: str,
-    *,
-    minimum: float | None = None,
-    maximum: float | None = None,
-    strict: bool = False,
-    allow_inf: bool = False,
-) -> float:
-    """Return ``value`` as a float after checking it is a real number (not a string, not a bool, not NaN) in
-    range; ``strict`` makes the bounds exclusive, ``allow_inf`` accepts +-inf (when the bounds allow it).
-    """
-    lo = "" if minimum is None else f"{'>' if strict else '>='} {minimum}"
-    hi = "" if maximum is None else f"{'<' if strict else '<='} {maximum}"
-    bounds = " and ".join(b for b in (lo, hi) if b)
-    want = ("a number" if allow_inf else "a finite number") + (f" {bounds}" if bounds else "")
-    if isinstance(value, bool) or not isinstance(value, numbers.Real | np.integer | np.floating):
-        raise InvalidInputError(f"{name}: expected {want}, got {value!r}")
-    v = float(value)
-    if np.isnan(v) or (np.isinf(v) and not allow_inf):
-        raise InvalidInputError(f"{name}: expected {want}, got {value!r}")
-    if minimum is not None and (v <= minimum if strict else v < minimum):
-        raise InvalidInputError(f"{name}: expected {want}, got {value!r}")
-    if maximum is not None and (v >= maximum if strict else v > maximum):
-        raise InvalidInputError(f"{name}: expected {want}, got {value!r}")
-    return v
-
-
-def check_fitted(estimator: Any, attribute: str, method: str = "this method") -> None:
-    """Raise :class:`jaxclust.errors.NotFittedError` (also scikit-learn's) unless ``estimator`` has ``attribute``.
-
-    The message names the estimator and the method called: ``"KMeans.predict: this KMeans instance is not
-    fitted yet; call fit first"``.
-    """
-    if not hasattr(estimator, attribute):
-        cls = type(estimator).__name__
-        from jaxclust.errors import NotFittedError  # deferred: built on first use from scikit-learn's class
-
-        raise NotFittedError(f"{cls}.{method}: this {cls} instance is not fitted yet; call fit first")
-
-
-# --- declared hyperparameters ------------------------------------------------------------------------------------
+# --- numbers in range: the rules behind check_int, check_float and declared hyperparameters ---------------------
 class Int(NamedTuple):
     """An integer hyperparameter (not a bool, not a float) in ``[minimum, maximum]``; ``none``: None allowed."""
 
@@ -328,12 +266,10 @@ class Real(NamedTuple):
     none: bool = False
 
     def want(self) -> str:
-        op_lo, op_hi = (">", "<") if self.strict else (">=", "<=")
-        bounds = [f"{op_lo} {self.minimum}" if self.minimum is not None else "", ""]
-        bounds[1] = f"{op_hi} {self.maximum}" if self.maximum is not None else ""
-        text = ("a number" if self.allow_inf else "a finite number") + "".join(
-            f" {b}" if k == 0 else f" and {b}" for k, b in enumerate(b for b in bounds if b)
-        )
+        lo = "" if self.minimum is None else f"{'>' if self.strict else '>='} {self.minimum}"
+        hi = "" if self.maximum is None else f"{'<' if self.strict else '<='} {self.maximum}"
+        bounds = " and ".join(b for b in (lo, hi) if b)
+        text = ("a number" if self.allow_inf else "a finite number") + (f" {bounds}" if bounds else "")
         return f"None or {text}" if self.none else text
 
     def check(self, value: Any) -> Any:
@@ -364,6 +300,49 @@ class Options(NamedTuple):
         if not any(type(value) is type(v) and value == v for v in self.values):
             raise ValueError
         return value
+
+
+def _checked(rule: Any, value: Any, name: str) -> Any:
+    try:
+        return rule.check(value)
+    except (ValueError, TypeError, OverflowError):
+        raise InvalidInputError(f"{name}: expected {rule.want()}, got {value!r}") from None
+
+
+def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as a Python int after checking it is an integer (not a bool, not a float) in range.
+
+    The message names the parameter as the user spelled it: ``"capacity: expected an int >= 1, got 'big'"``.
+    """
+    return _checked(Int(minimum, maximum), value, name)
+
+
+def check_float(
+    value: Any,
+    name: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    strict: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    """Return ``value`` as a float after checking it is a real number (not a string, not a bool, not NaN) in
+    range; ``strict`` makes the bounds exclusive, ``allow_inf`` accepts +-inf (when the bounds allow it).
+    """
+    return _checked(Real(minimum, maximum, strict, allow_inf), value, name)
+
+
+def check_fitted(estimator: Any, attribute: str, method: str = "this method") -> None:
+    """Raise :class:`jaxclust.errors.NotFittedError` (also scikit-learn's) unless ``estimator`` has ``attribute``.
+
+    The message names the estimator and the method called: ``"KMeans.predict: this KMeans instance is not
+    fitted yet; call fit first"``.
+    """
+    if not hasattr(estimator, attribute):
+        cls = type(estimator).__name__
+        from jaxclust.errors import NotFittedError  # deferred: built on first use from scikit-learn's class
+
+        raise NotFittedError(f"{cls}.{method}: this {cls} instance is not fitted yet; call fit first")
 
 
 def validate_params(

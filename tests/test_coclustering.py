@@ -14,6 +14,8 @@ def test_relabel_numbers_labels_by_first_appearance_row_by_row():
     z = rng.integers(0, 6, (4, 30))
     perm = rng.permutation(6) * 1000 - 7  # the same partitions under other (and negative) labels
     np.testing.assert_array_equal(relabel(perm[z]), relabel(z))
+    # each row in a range of its own (10**12 apart): still one partition per row, numbered within the row
+    np.testing.assert_array_equal(relabel(z + 10**12 * np.arange(4)[:, None]), relabel(z))
     for row, out in zip(z, relabel(z), strict=True):  # the same partition, first labels 0, 1, 2, ... in order
         assert np.array_equal(row[:, None] == row[None, :], out[:, None] == out[None, :])
         firsts = out[np.sort(np.unique(out, return_index=True)[1])]
