@@ -69,7 +69,8 @@ def main() -> None:
         "compiles_after_the_first_question": len(compiles) - per_question[0],
         "questions_followed_by_a_compile": [q for q, c in enumerate(per_question) if c and q > 0],
         "sampler_block_traces": chains.TRACE_COUNTER["block"],
-        "sampler_traces_after_the_first_question": chains.TRACE_COUNTER["block"] - (traces[0] if traces else 0),
+        "sampler_traces_after_the_first_question": chains.TRACE_COUNTER["block"]
+        - (traces[0] if traces else 0),
         "median_seconds_per_question_last_20": round(float(np.median(np.diff(stamps[-21:]))), 3)
         if len(stamps) > 21
         else None,

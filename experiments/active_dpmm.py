@@ -404,8 +404,9 @@ def run_one(
 ) -> dict:
     """ONE learning curve (the grid kind ``active_dpmm``): the history of one ActiveLearner run.
 
-    ``propagation``: ``"pairs"`` (default here: the setting of every reported verb run, answers on their pairs
-    only) or ``"classes"`` (the library's default: answers join components into classes).
+    ``propagation``: ``"pairs"`` (default here: the setting of the rounds' verb runs, answers on their pairs
+    only), ``"components"`` (answers join whole components into classes) or ``"classes"`` (the library's
+    default: answers also split a component a "different" answer falls inside).
 
     ``dataset``: one of ``SETS``; ``prior_scale``: None or ``"default"`` (the DPMM's default prior), a
     number, or ``"auto"``; ``strategy``: ``batch`` (the paper's batch method), ``naive_batch``,

@@ -58,7 +58,15 @@ DATASETS = (
     "glass_window",
 )
 SUBTYPE_SETS = ("blobs_subtypes", "moons", "digits_groups", "glass_window")
-METHODS = ("cobras", "explore_classes", "explore_pairs", "batch_classes", "batch_pairs", "random_pairs")
+METHODS = (
+    "cobras",
+    "explore_classes",
+    "explore_components",
+    "explore_pairs",
+    "batch_classes",
+    "batch_pairs",
+    "random_pairs",
+)
 ORACLES = ("gold", "noisy")
 FLIP_RATE = 0.1
 CHECKPOINTS = (20, 60, 100, 200)
@@ -352,19 +360,27 @@ def kmeans_reference(n_init: int = 10) -> dict:
 
 
 def summarize_folders(folders: list, out_dir) -> dict:
-    """:func:`summarize` over the finished runs of several grid folders (one per config of the suite)."""
+    """:func:`summarize` over the finished runs of several grid folders (one per config of the suite); a folder
+    given as ``FOLDER:m1,m2`` contributes the runs of those methods only."""
     records = []
-    for folder in folders:
+    for spec in folders:
+        folder, _, methods = str(spec).partition(":")
+        keep = set(methods.split(",")) if methods else None
         for path in sorted(Path(folder, "runs").glob("*.json")):
             if not path.name.endswith(".failed.json"):
-                records.append(json.loads(path.read_text()))
+                rec = json.loads(path.read_text())
+                if keep is None or rec["result"]["method"] in keep:
+                    records.append(rec)
     return summarize(records, out_dir)
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--summarize", nargs="+", metavar="GRID_DIR", help="summarise these grid folders together"
+        "--summarize",
+        nargs="+",
+        metavar="GRID_DIR",
+        help="summarise these grid folders together (GRID_DIR:m1,m2 takes those methods only)",
     )
     ap.add_argument("--out", default="results/active_suite", help="where --summarize writes")
     ap.add_argument("--kmeans", action="store_true", help="print k-means (true k) ARI on every set and stop")

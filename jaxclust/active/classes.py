@@ -8,15 +8,25 @@ module reads every retained sample at two levels (the layer is deterministic, ap
 1. the sample's components ``z`` (the DPMM's partition under every answer, exact MCMC);
 2. a partition of those components into *classes*: the components that the answers link are joined.
 
-For an item that a must-link group holds, its *natural component* is the one it would join alone: the
-component of highest ``log n_k + log N(x_i | mean_k, diag var_k)``, with each component's mean and variance
-taken from its items that no answer moved (a shrunk variance for small components). A must-link group joins the
-classes of its members' natural components, and its members take that class (a component that only held moved
-items disappears); a cannot-link (hard) separates the classes of its two items, and a join that would unite a
-separated pair is refused (the group then stays a class of its own), so every hard answer is satisfied in every
-sample. Answers that may be wrong
-(error rate ``eps``) add ``+-ln((1 - eps) / eps)`` to the score of joining their natural components' classes;
-class pairs of positive score are joined greedily, best first, so a wrong answer is outvoted by later ones.
+For an item that an answer holds, its *natural component* is the one it would join alone: the component of
+highest ``log n_k + log N(x_i | mean_k, diag var_k)``, with each component's mean and variance taken from its
+items that no answer moved (a shrunk variance for small components). A must-link group joins the classes of its
+members' natural components, and its members take that class (a component that only held moved items
+disappears); an item that only cannot-links hold does the same alone. A cannot-link (hard) separates the classes
+of its two items, and a join that would unite a separated pair is refused (the group then stays a class of its
+own), so every hard answer is satisfied in every sample, wherever the sampler moved the answered items.
+
+A component is not always one class: the mixture may cover two classes with one Gaussian where the data is not
+separated. When a cannot-link separates two of the items answers place in one component (its *seeds*), the
+component is *split*: it joins nobody's class, and each of its other items takes the class of its nearest seed
+(in units of the component's standard deviations). The shares become units (*atoms*) that later questions
+compare and join like components, so an answer inside a component refines it, as COBRAS refines a
+super-instance (Van Craenendonck et al. 2018). ``split=False`` keeps components whole (the previous layer,
+``propagation="components"``).
+
+Answers that may be wrong (error rate ``eps``) add ``+-ln((1 - eps) / eps)`` to the score of joining their
+natural components' classes; class pairs of positive score are joined greedily, best first, so a wrong answer
+is outvoted by later ones.
 
 The class labels of each sample are then the partition the user sees (``ActiveLearner.labels_``), the samples
 from which link entropy is computed, and the structure :func:`component_questions` reads to ask about classes
@@ -135,10 +145,13 @@ class _Classes:
         return True
 
 
-def _anchored(constraints: Constraints) -> np.ndarray:
-    """Items whose component an answer may have moved: members of must-link groups and soft answers."""
+def _anchored(constraints: Constraints, cannot: bool = True) -> np.ndarray:
+    """Items whose component an answer may have moved: members of must-link groups and of soft answers, and
+    (``cannot``) of cannot-links."""
     n = constraints.n
     mask = constraints.group_sizes[constraints.group_of] >= 2
+    for i, j in constraints.cannot_link if cannot else ():
+        mask[i] = mask[j] = True
     for i, j, _, _ in constraints.answers:
         mask[i] = mask[j] = True
     return np.flatnonzero(mask) if n else np.zeros(0, np.int64)
@@ -147,10 +160,11 @@ def _anchored(constraints: Constraints) -> np.ndarray:
 class ClassMap(NamedTuple):
     """The two levels of one sample.
 
-    ``labels`` (n,) the class of each item (0..C-1); ``components`` (n,) each item's natural component
-    (0..K-1: the sample's component, or for a member of a must-link group the one it would join alone);
-    ``class_of`` (K,) the class of each component; ``apart`` the class pairs ``(a, b)``, a < b, that an answer
-    keeps apart (a hard cannot-link, or soft answers whose net verdict is "different").
+    ``labels`` (n,) the class of each item (0..C-1); ``components`` (n,) each item's unit (0..K-1): its
+    natural component (the sample's component, or for an item a hard answer holds the one it would join
+    alone), or its class's share of a split component; ``class_of`` (K,) the class of each unit; ``apart`` the
+    class pairs ``(a, b)``, a < b, that an answer keeps apart (a hard cannot-link, or soft answers whose net
+    verdict is "different").
     """
 
     labels: np.ndarray
@@ -159,7 +173,45 @@ class ClassMap(NamedTuple):
     apart: set
 
 
-def class_map(X: np.ndarray, z, constraints: Constraints | None) -> ClassMap:
+def _impure(constraints: Constraints, node, nat, own) -> set[int]:
+    """The components a hard answer shows to hold two classes: two of its *seeds* (the items answers place
+    there: ``own`` items whose natural component ``nat`` it is) belong to two nodes a cannot-link separates."""
+    comps_of: dict[int, set[int]] = {}
+    for i in np.flatnonzero(own):
+        comps_of.setdefault(int(node[i]), set()).add(int(nat[i]))
+    out: set[int] = set()
+    for a, b in constraints.cannot_link:
+        out |= comps_of.get(int(node[a]), set()) & comps_of.get(int(node[b]), set())
+    return out
+
+
+def _split_impure(X, where, impure, own, nat, labels, var, atom_class):
+    """The ``impure`` components, split among the classes of their seeds.
+
+    ``where`` (n,) each item's component (0..K-1), ``own`` (n,) the items placed by answers, ``nat`` (n,) their
+    natural components, ``labels`` (n,) the classes so far, ``var`` (K, D) the components' variances,
+    ``atom_class`` (K,) each component's class. Each other item of an impure component takes the class of its
+    nearest seed (in units of the component's standard deviations), and each class's share of the component
+    becomes a unit of its own (an *atom*: a new id after the K components). Seeds keep their classes, so
+    every hard answer still holds. Returns the new ``where``, ``labels`` and ``atom_class``.
+    """
+    X = np.asarray(X, np.float64)
+    where, labels, atom_class = where.copy(), labels.copy(), list(atom_class)
+    for c in sorted(impure):
+        seeds = np.flatnonzero(own & (nat == c))
+        free = np.flatnonzero((where == c) & ~own)
+        if len(free):
+            d = (((X[free, None, :] - X[seeds][None]) ** 2) / var[c]).sum(axis=2)
+            labels[free] = labels[seeds][np.argmin(d, axis=1)]
+        for k in np.unique(labels[seeds]):
+            atom = len(atom_class)
+            atom_class.append(int(k))
+            where[free[labels[free] == k]] = atom
+            where[seeds[labels[seeds] == k]] = atom
+    return where, labels, np.asarray(atom_class, np.int64)
+
+
+def class_map(X: np.ndarray, z, constraints: Constraints | None, split: bool = True) -> ClassMap:
     """The classes of one sample ``z`` (n,) of components under ``constraints`` (see the module docstring).
 
     Every must-link group is a node of its own, joined to its members' natural components unless a cannot-link
@@ -168,24 +220,40 @@ def class_map(X: np.ndarray, z, constraints: Constraints | None) -> ClassMap:
     comp, K = _relabel(np.asarray(z))
     if constraints is None or len(constraints) == 0:
         return ClassMap(comp, comp, np.arange(K), set())
-    items = _anchored(constraints)
+    items = _anchored(constraints, split)
     nat = comp.copy()
+    stats = None
     if len(items):
         use = np.ones(len(comp), bool)
         use[items] = False
-        nat[items] = natural_components(X, items, component_statistics(X, comp, K, use))
+        stats = component_statistics(X, comp, K, use)
+        nat[items] = natural_components(X, items, stats)
     sizes = constraints.group_sizes
     grouped = sizes[constraints.group_of] >= 2
     big = np.flatnonzero(sizes >= 2)
     group_node = np.full(len(sizes), -1, np.int64)
     group_node[big] = K + np.arange(len(big))
     node = np.where(grouped, group_node[constraints.group_of], comp)
-    cls = _Classes(K + len(big))
-    for a, b in constraints.cannot_link:
-        cls.separate(int(node[a]), int(node[b]))
-    for g in big:
-        for i in constraints.groups[g]:
-            cls.join(int(group_node[g]), int(nat[i]))  # refused when a cannot-link forbids it
+    own = grouped.copy()  # items placed by their natural component, not by where the sample moved them
+    solo = np.zeros(0, np.int64)
+    if split:  # an item a cannot-link holds, in no must-link group, is a node of its own too
+        for a, b in constraints.cannot_link:
+            own[a] = own[b] = True
+        solo = np.flatnonzero(own & ~grouped)
+        node[solo] = K + len(big) + np.arange(len(solo))
+    impure = _impure(constraints, node, nat, own) if split else set()
+    # seeds join their natural components; a component whose seeds cannot all be one class (a join refused)
+    # is split instead, and the joins are made again without it, until no join is refused
+    links = [(int(group_node[g]), int(nat[i])) for g in big for i in constraints.groups[g]]
+    links += [(int(node[i]), int(nat[i])) for i in solo]
+    while True:
+        cls = _Classes(K + len(big) + len(solo))
+        for a, b in constraints.cannot_link:
+            cls.separate(int(node[a]), int(node[b]))
+        refused = {c for u, c in links if c not in impure and not cls.join(u, c)}
+        if not split or not refused:
+            break
+        impure |= refused
     soft = constraints.answers
     if soft:
         where_soft = np.where(grouped, node, nat)
@@ -213,14 +281,19 @@ def class_map(X: np.ndarray, z, constraints: Constraints | None) -> ClassMap:
             ra, rb = cls.find(a), cls.find(b)
             if ra != rb and w < 0:
                 cls.separate(ra, rb)
-    n_nodes = K + len(big)
+    n_nodes = K + len(big) + len(solo)
     roots = np.array([cls.find(v) for v in range(n_nodes)])
     of_node, _ = _relabel(roots)
     labels = of_node[node]
-    where_old = np.where(grouped, nat, comp)
+    where_old = np.where(own, nat, comp)
+    atom_class = of_node[:K]
+    if impure:
+        where_old, labels, atom_class = _split_impure(
+            X, where_old, impure, own, nat, labels, stats[2], atom_class
+        )
     where, K2 = _relabel(where_old)
     class_of = np.empty(K2, np.int64)
-    class_of[where] = of_node[where_old]
+    class_of[where] = atom_class[where_old]
     apart = set()
     for r in range(n_nodes):
         if cls.parent[r] == r:
@@ -230,14 +303,14 @@ def class_map(X: np.ndarray, z, constraints: Constraints | None) -> ClassMap:
     return ClassMap(labels, where, class_of, apart)
 
 
-def class_samples(X: np.ndarray, samples, constraints: Constraints | None) -> np.ndarray:
+def class_samples(X: np.ndarray, samples, constraints: Constraints | None, split: bool = True) -> np.ndarray:
     """Each sample's class labels (S, n): :func:`class_map` applied to every row of ``samples`` (S, n)."""
     samples = np.atleast_2d(np.asarray(samples))
     if constraints is None or len(constraints) == 0:
         return samples.astype(np.int64, copy=True)
     out = np.empty(samples.shape, np.int64)
     for s, z in enumerate(samples):
-        out[s] = class_map(X, z, constraints).labels
+        out[s] = class_map(X, z, constraints, split).labels
     return out
 
 
@@ -262,7 +335,13 @@ def _central(x: np.ndarray, idx: np.ndarray, mean: np.ndarray, var: np.ndarray) 
 
 
 def component_questions(
-    X: np.ndarray, z, constraints: Constraints | None, k: int, exclude=(), min_split: int = MIN_SPLIT
+    X: np.ndarray,
+    z,
+    constraints: Constraints | None,
+    k: int,
+    exclude=(),
+    min_split: int = MIN_SPLIT,
+    split: bool = True,
 ) -> list:
     """Up to ``k`` questions ``(i, j)`` that test beliefs no answer has tested yet, best first.
 
@@ -271,15 +350,21 @@ def component_questions(
        through representatives (the item of each component nearest its mean, in units of the component's
        standard deviations), nearest components first (mean distance in units of the average
        within-component spread), at most one question per pair of classes.
-    2. *Is a component one class?* Each component of at least ``min_split`` items, largest first, is split in
+    2. *Was a component joined to its class rightly?* A must-link group joins its members' natural
+       components, and a member may lie across a border from its class. With ``split``, each component of a
+       class of several, largest first, is asked about against the largest component of its class (their
+       representatives), unless an answer already relates the two; a "different" answer then splits what the
+       join had merged.
+    3. *Is a component one class?* Each component of at least ``min_split`` items, largest first, is split in
        two by a deterministic 2-means, and the representatives of the halves are asked about, unless an
        answer already links the halves (one must-link group with members in both, or a soft "same" answer
        across them; a cannot-link would have split the component).
 
-    Empty when every belief has been tested: the caller falls back to link entropy.
+    The components here are :func:`class_map`'s units: a component split by an answer is asked about share by
+    share. Empty when every belief has been tested: the caller falls back to link entropy.
     """
     X = np.asarray(X, np.float64)
-    comp, of, apart = class_map(X, z, constraints)[1:]
+    comp, of, apart = class_map(X, z, constraints, split)[1:]
     K = len(of)
     cnt, mean, var = component_statistics(X, comp, K)
     excluded = {(min(p), max(p)) for p in exclude}
@@ -310,6 +395,15 @@ def component_questions(
                 asked.add(key)
                 if len(out) == k:
                     return out
+    # joins that no question tested (a must-link group joins its members' natural components, and a member
+    # may lie on the wrong side of a border): each unit against the largest unit of its class, largest first
+    largest: dict[int, int] = {}
+    for u in np.argsort(-cnt, kind="stable") if split else ():
+        largest.setdefault(int(of[u]), int(u))
+    for u in np.argsort(-cnt, kind="stable") if split else ():
+        anchor = largest[int(of[u])]
+        if anchor != u and ask(int(rep[u]), int(rep[anchor])) and len(out) == k:
+            return out
     # what answers say is together tests a split: a must-link group (transitively) or a soft "same" answer
     group = np.arange(len(comp)) if constraints is None else np.asarray(constraints.group_of)
     soft_same = (

@@ -47,11 +47,13 @@ unknown pair is left, or, with ``stop_entropy``, when the model is confident abo
 (``stop_reason_`` says which). Link entropy only measures how much the samples disagree: when every sample
 keeps two sub-types of one class apart, it is 0 across them. The ``"explore"`` strategy therefore never
 stops as confident while a belief of that kind is untested (two components in different classes that no
-answer has compared, a large component no answer has shown to be one class).
+answer has compared, a component's join to its class that no question tested, a large component no answer
+has shown to be one class).
 
 Answers reach whole components. With ``propagation="classes"`` (default) the samples the selection reads,
 ``labels_`` and the scores are classes made of components (:mod:`jaxclust.active.classes`), so one "same"
-answer about two items of two components joins the two components.
+answer about two items of two components joins the two components, and a "different" answer inside one
+component splits it.
 """
 
 from __future__ import annotations
@@ -76,9 +78,10 @@ from jaxclust.validation import check_array, check_labels, seed_from
 
 __all__ = ["ActiveLearner", "score_samples", "data_fingerprint", "describe_conflict"]
 
-#: How far an answer reaches: ``"classes"`` joins whole components into classes (:mod:`jaxclust.active.classes`),
-#: ``"pairs"`` leaves the model's components as they are (an answer constrains its two items only).
-PROPAGATIONS = ("classes", "pairs")
+#: How far an answer reaches: ``"classes"`` joins components into classes and splits a component that a
+#: "different" answer shows to hold two (:mod:`jaxclust.active.classes`), ``"components"`` only joins whole
+#: components, ``"pairs"`` leaves the model's components as they are (an answer constrains its two items only).
+PROPAGATIONS = ("classes", "components", "pairs")
 
 
 def data_fingerprint(X: np.ndarray) -> str:
@@ -131,7 +134,8 @@ class ActiveLearner:
         Returns ``"must"``, ``"cannot"`` or ``"unknown"``; may raise ``SessionStopped``.
     strategy : {"explore", "batch", "entropy", "naive_batch", "random"}
         See :mod:`jaxclust.active.selection`. ``"explore"`` (default) first tests what the model is sure of
-        (are two components it keeps apart one class? is a large component one class?), then asks the pair of
+        (are two components it keeps apart one class? was a component joined to its class rightly? is a large
+        component one class?), then asks the pair of
         highest link entropy; ``"batch"`` is the batch method of Vlachos et al. (2010), the previous default.
     batch_size : int
         Questions per refit.
@@ -173,13 +177,15 @@ class ActiveLearner:
         batch method a sample that disagrees with an answer keeps weight ``eps / (1 - eps)`` instead of 0. A
         dict gives a rate per annotator (``{"alice": 0.05, "bob": 0.2}``; the key ``"*"`` covers everyone
         else).
-    propagation : {"classes", "pairs"}
+    propagation : {"classes", "components", "pairs"}
         How far an answer reaches. ``"classes"`` (default): each retained sample is read as classes made of
-        whole components (:mod:`jaxclust.active.classes`): a "same" answer about items of two components joins
-        the two components, a "different" answer keeps their classes apart; the link entropy, ``labels_``
-        and the scores are those of the classes. ``"pairs"`` (the previous behaviour): the samples are the
-        model's components, and an answer constrains its two items only (the sampler satisfies a must-link
-        across two components by moving one item).
+        components (:mod:`jaxclust.active.classes`): a "same" answer about items of two components joins
+        the two components, a "different" answer keeps their classes apart, and a "different" answer about
+        two items of one component splits it between them (each of its items follows the nearest answered
+        item); the link entropy, ``labels_`` and the scores are those of the classes. ``"components"``: the
+        same with components kept whole (the previous default). ``"pairs"`` (the first behaviour): the
+        samples are the model's components, and an answer constrains its two items only (the sampler
+        satisfies a must-link across two components by moving one item).
 
     Attributes
     ----------

@@ -10,8 +10,9 @@ Strategies (Vlachos, Ghahramani & Briscoe 2010, Sections 3 and 5):
   :class:`~jaxclust.active.ActiveLearner` (it uses :func:`~jaxclust.active.entropy.agreeing_samples` and
   :func:`~jaxclust.active.entropy.top_entropy_pairs` with sample weights).
 * ``"explore"``: first the beliefs no answer has tested: two components the model holds in different classes,
-  asked through their representatives, nearest first (:func:`~jaxclust.active.classes.component_questions`);
-  when every pair of classes has been tested, the highest link entropy. It needs the data and the model's
+  asked through their representatives, nearest first; a component's join to its class; a large component's
+  unity (:func:`~jaxclust.active.classes.component_questions`); when every such belief has been tested, the
+  highest link entropy. It needs the data and the model's
   components, so it runs through :func:`pick` (as :class:`~jaxclust.active.ActiveLearner` does).
 
 :func:`pick` is the one place a strategy that chooses a round's pairs in one pass is dispatched: a new strategy
@@ -170,6 +171,7 @@ class Round(NamedTuple):
     components: Any = None
     block: int | None = None
     need_entropy: bool = False
+    split: bool = True
 
 
 def _top(r: Round, k: int, exclude=None):
@@ -192,7 +194,7 @@ def _pick_random(r: Round, k: int):
 
 
 def _pick_explore(r: Round, k: int):
-    pairs = component_questions(r.X, r.components, r.constraints, k, r.exclude)
+    pairs = component_questions(r.X, r.components, r.constraints, k, r.exclude, split=r.split)
     if len(pairs) >= k:
         return pairs, None  # untested beliefs remain: never "confident"
     top = _top(r, k - len(pairs), set(r.exclude) | set(pairs))

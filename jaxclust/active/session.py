@@ -197,8 +197,8 @@ class Session:
         lrn.constraints_ = st.constraints
         if st.components is not None:
             lrn.labels_ = (
-                class_samples(self.X, st.components[None], st.constraints)[0]
-                if lrn.propagation == "classes"
+                class_samples(self.X, st.components[None], st.constraints, lrn.propagation == "classes")[0]
+                if lrn.propagation != "pairs"
                 else st.components
             )
         lrn.dropped_ = list(st.dropped)
@@ -244,8 +244,8 @@ class Session:
         )
         best = getattr(model, "labels_", None)
         st.components = samples[0] if best is None else np.asarray(best)
-        if lrn.propagation == "classes":
-            samples = class_samples(self.X, samples, st.constraints)
+        if lrn.propagation != "pairs":
+            samples = class_samples(self.X, samples, st.constraints, lrn.propagation == "classes")
         st.samples, st.stale = samples, False
         if record and self.store is not None:
             final = getattr(model, "final_labels_", None)
@@ -376,6 +376,7 @@ class Session:
                 components=st.components,
                 block=lrn.block_size,
                 need_entropy=first and stop is not None and not self.pending,
+                split=lrn.propagation == "classes",
             )
             pairs, h_max = pick(lrn.strategy, view, budget - done)
             if first and stop is not None and not self.pending and h_max is not None and h_max < stop:

@@ -20,8 +20,9 @@ options the resumed session asks exactly the questions the uninterrupted one wou
 records who gave it (``annotator``, default the operating-system user). With ``shared=True`` (an SQLite store)
 several annotators work on one store at once, each on their own questions.
 
-Defaults: the ``explore`` strategy, one question per refit, answers joining whole components into classes
-(:mod:`jaxclust.active.classes`): the session first asks whether components the model keeps apart are one
+Defaults: the ``explore`` strategy, one question per refit, answers joining components into classes and
+splitting a component a "different" answer falls inside (:mod:`jaxclust.active.classes`): the session first
+asks whether components the model keeps apart are one class, whether each joined component belongs to its
 class and whether large components are one class, then the pair of highest link entropy; and a confidence stop
 at a link entropy of 0.2 nats (see :data:`DEFAULT_STOP_ENTROPY`) that never fires while such a belief is
 untested. The previous default, ``--strategy batch --batch-size 5`` (the batch method of Vlachos et al. 2010)

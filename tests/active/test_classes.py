@@ -118,6 +118,24 @@ def test_component_questions_ask_nearest_untested_class_pairs_once_then_test_eac
     }
 
 
+def test_a_join_no_question_tested_is_asked_about_through_representatives():
+    """must(0, 8) joins blobs 0 and 1 through two items that are not their blobs' representatives: after the
+    three pairs of classes, the next question is blob 1's representative against blob 0's (the largest unit of
+    the class, first of equals); a must-link between the representatives settles it, and the previous layer
+    (whole components, ``split=False``) does not ask it."""
+    z = BLOB.copy()
+    z[0] = 1
+    _, mean, var = component_statistics(X, BLOB, 4)
+    rep = [int(np.argmin((((X[BLOB == b] - mean[b]) ** 2) / var[b]).sum(axis=1))) + 8 * b for b in range(4)]
+    assert 0 not in rep and 8 not in rep
+    qs = component_questions(X, z, Constraints(32, must_link=[(0, 8)]), 4)
+    assert qs[3] == (rep[0], rep[1])
+    settled = component_questions(X, z, Constraints(32, must_link=[(0, 8), (rep[0], rep[1])]), 4)
+    assert (rep[0], rep[1]) not in settled and all(BLOB[i] != BLOB[j] for i, j in settled[:3])
+    whole = component_questions(X, z, Constraints(32, must_link=[(0, 8)]), 4, split=False)
+    assert whole[:3] == qs[:3] and BLOB[whole[3][0]] == BLOB[whole[3][1]]  # straight to a split question
+
+
 def test_explore_never_confident_while_beliefs_are_untested():
     samples = np.tile(BLOB, (5, 1))  # every sample agrees: link entropy 0 everywhere
     r = Round(samples, Constraints(32), set(), X=X, components=BLOB, need_entropy=True)
@@ -147,6 +165,11 @@ def test_one_answer_across_two_sub_type_components_merges_the_class_in_a_session
         tuple(sorted((blob[i], blob[j]))) for i, j, kind in asked if kind == "must" and blob[i] != blob[j]
     }
     assert across == {(0, 1), (2, 3)}
+    # the blobs are pure components: keeping components whole (the previous layer) asks and answers the same
+    whole = ActiveLearner(DPMM(**SMALL), GoldOracle(blob // 2), progress=False, propagation="components")
+    whole.run(Xb, 4, eval_labels=blob // 2)
+    assert [(a["i"], a["j"]) for a in whole.answers_] == [(a["i"], a["j"]) for a in learner.answers_]
+    np.testing.assert_array_equal(whole.labels_, learner.labels_)
     pairs = ActiveLearner(DPMM(**SMALL), GoldOracle(blob // 2), progress=False, propagation="pairs")
     pairs.run(Xb, 4, eval_labels=blob // 2)
     assert len(np.unique(pairs.labels_)) >= 4 and adjusted_rand_score(blob // 2, pairs.labels_) < 0.7
@@ -157,3 +180,60 @@ def test_one_answer_across_two_sub_type_components_merges_the_class_in_a_session
 def test_propagation_is_checked_by_name():
     with pytest.raises(InvalidInputError, match="propagation"):
         ActiveLearner(DPMM(**SMALL), GoldOracle(CLASS), propagation="everything").run(X, 1)
+
+
+# one component holding two classes side by side: items 0-15 at x < 0 (class 0), 16-31 at x > 0 (class 1)
+WIDE = np.concatenate([np.linspace(-4.0, -0.5, 16), np.linspace(0.5, 4.0, 16)])[:, None] * np.array(
+    [[1.0, 0.0]]
+)
+WIDE = WIDE + RNG.normal(0.0, 0.05, size=WIDE.shape)
+HALF = (np.arange(32) >= 16).astype(np.int64)
+
+
+def test_a_cannot_link_inside_a_component_splits_it_by_the_nearest_answered_item():
+    """The sample keeps one component for both classes; a "different" answer about items 3 and 28 (the sampler
+    has moved 28 to a component of its own) splits the component: every other item takes the class of the
+    nearer answered item, exactly the two classes here. Before the split rule (``split=False``, the previous
+    layer) only the moved item left."""
+    z = np.zeros(32, np.int64)
+    z[28] = 1
+    c = Constraints(32, cannot_link=[(3, 28)])
+    m = class_map(WIDE, z, c)
+    assert adjusted_rand_score(HALF, m.labels) == 1.0
+    assert len(m.class_of) == 2 and m.class_of[m.components[3]] != m.class_of[m.components[28]]
+    # the answered items sit in their natural component's share, wherever the sample moved them
+    assert m.components[28] == m.components[20] != m.components[3]
+    old = class_map(WIDE, z, c, split=False)
+    assert sorted(np.bincount(old.labels).tolist()) == [1, 31]
+    # a must-link from item 28 to a far blob's group carries the whole right half into that blob's class
+    z2 = np.concatenate([z, np.full(4, 2)])
+    Xf = np.concatenate([WIDE, np.array([[20.0, 0.0]]) + RNG.normal(0, 0.1, (4, 2))])
+    m = class_map(Xf, z2, Constraints(36, cannot_link=[(3, 28)], must_link=[(28, 33)]))
+    assert adjusted_rand_score(np.concatenate([HALF, [1] * 4]), m.labels) == 1.0
+
+
+def test_split_components_keep_every_hard_answer_and_merge_nothing_no_answer_links():
+    """Random answers from the two-class truth on one component: every hard answer holds in the labels, each
+    item's class is its unit's class, and two answered items share a class only when must-links connect
+    them (an impure component is not a bridge between the classes of its seeds)."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        pairs = rng.choice(32, size=(6, 2))
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+        must = [(int(a), int(b)) for a, b in pairs if HALF[a] == HALF[b]]
+        cannot = [(int(a), int(b)) for a, b in pairs if HALF[a] != HALF[b]]
+        if not cannot:
+            continue
+        c = Constraints(32, must_link=must, cannot_link=cannot)
+        z = np.zeros(32, np.int64)
+        for a, b in cannot:  # the sampler separates cannot-linked items
+            if z[a] == z[b]:
+                z[b] = z.max() + 1
+        m = class_map(WIDE, z, c)
+        assert all(m.labels[a] == m.labels[b] for a, b in must)
+        assert all(m.labels[a] != m.labels[b] for a, b in cannot)
+        assert all(m.class_of[m.components[i]] == m.labels[i] for i in range(32))
+        answered = sorted({i for p in must + cannot for i in p})
+        for a in answered:
+            for b in answered:
+                assert (m.labels[a] == m.labels[b]) == (c.group_of[a] == c.group_of[b])

@@ -64,6 +64,24 @@ def test_summary_means_over_seeds_and_counts_sets_at_or_above_cobras(tmp_path):
     assert (tmp_path / "active_suite_gold.png").stat().st_size > 1000
 
 
+def test_summary_of_folders_takes_only_the_methods_a_folder_is_given_with(tmp_path):
+    """``FOLDER:cobras`` contributes its COBRAS runs only: an older grid's runs of the default session do not
+    mix with a newer grid's."""
+    suite = _suite()
+    curve = lambda v: [0.0] + [v] * 100  # noqa: E731
+    for name, recs in {
+        "old": [_record("a", "cobras", 0, curve(0.7)), _record("a", "explore_classes", 0, curve(0.1))],
+        "new": [_record("a", "explore_classes", 0, curve(0.9))],
+    }.items():
+        (tmp_path / name / "runs").mkdir(parents=True)
+        for k, rec in enumerate(recs):
+            (tmp_path / name / "runs" / f"{k}.json").write_text(json.dumps(rec))
+    out = suite.summarize_folders([tmp_path / "new", f"{tmp_path / 'old'}:cobras"], tmp_path / "out")
+    ours = next(t for t in out["table"] if t["method"] == "explore_classes")
+    assert ours["ari@60"] == pytest.approx(0.9) and ours["seeds"] == [0]
+    assert out["verdict"]["gold"]["sets"] == [{"dataset": "a", "ours": 0.9, "cobras": 0.7}]
+
+
 def test_cobras_runs_through_the_shim_at_equal_numbers_of_questions():
     pytest.importorskip("cobras_ts")
     suite = _suite()
