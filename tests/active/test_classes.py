@@ -237,3 +237,21 @@ def test_split_components_keep_every_hard_answer_and_merge_nothing_no_answer_lin
         for a in answered:
             for b in answered:
                 assert (m.labels[a] == m.labels[b]) == (c.group_of[a] == c.group_of[b])
+
+
+def test_a_component_whose_join_is_refused_is_split_between_its_seeds():
+    """Groups {1, 18} (blobs 0, 2), {17, 26} (blobs 2, 3) and {24, 25} (blob 3), and "different" for (1, 24).
+    The first two groups join blobs 0, 2 and 3 into one class; the third group's join to blob 3 is then refused
+    (its class is kept apart from the first group's), so blob 3 holds seeds of two classes that no single
+    cannot-link names. It is split: each other item of blob 3 takes the class of its nearest seed, where keeping
+    it whole would hand all of blob 3 to the first class."""
+    c = Constraints(32, must_link=[(1, 18), (17, 26), (24, 25)], cannot_link=[(1, 24)])
+    m = class_map(X, BLOB, c)
+    assert m.labels[1] == m.labels[18] == m.labels[17] == m.labels[26] != m.labels[24] == m.labels[25]
+    assert np.all(m.labels[np.isin(BLOB, [0, 2])] == m.labels[1])
+    seeds = np.array([24, 25, 26])
+    free = np.setdiff1d(np.flatnonzero(BLOB == 3), seeds)
+    _, _, var = component_statistics(X, BLOB, 4, ~np.isin(np.arange(32), [1, 17, 18, 24, 25, 26]))
+    nearest = seeds[np.argmin((((X[free, None] - X[seeds][None]) ** 2) / var[3]).sum(axis=2), axis=1)]
+    np.testing.assert_array_equal(m.labels[free], m.labels[nearest])
+    assert len(set(m.labels[free])) == 2
