@@ -17,12 +17,12 @@ of its two items, and a join that would unite a separated pair is refused (the g
 own), so every hard answer is satisfied in every sample, wherever the sampler moved the answered items.
 
 A component is not always one class: the mixture may cover two classes with one Gaussian where the data is not
-separated. When a cannot-link separates two of the items answers place in one component (its *seeds*), the
-component is *split*: it joins nobody's class, and each of its other items takes the class of its nearest seed
-(in units of the component's standard deviations). The shares become units (*atoms*) that later questions
-compare and join like components, so an answer inside a component refines it, as COBRAS refines a
-super-instance (Van Craenendonck et al. 2018). ``split=False`` keeps components whole (the previous layer,
-``propagation="components"``).
+separated. When a cannot-link separates two of the items answers place in one component (its *seeds*), or a
+seed's join to the component is refused, the component is *split*: it joins nobody's class (the joins are made
+again without it), and each of its other items takes the class of its nearest seed (in units of the component's
+standard deviations). The shares become units (*atoms*) that later questions compare and join like components,
+so an answer inside a component refines it, as COBRAS refines a super-instance (Van Craenendonck et al. 2018).
+``split=False`` keeps components whole (``propagation="components"``).
 
 Answers that may be wrong (error rate ``eps``) add ``+-ln((1 - eps) / eps)`` to the score of joining their
 natural components' classes; class pairs of positive score are joined greedily, best first, so a wrong answer
@@ -397,13 +397,15 @@ def component_questions(
                     return out
     # joins that no question tested (a must-link group joins its members' natural components, and a member
     # may lie on the wrong side of a border): each unit against the largest unit of its class, largest first
-    largest: dict[int, int] = {}
-    for u in np.argsort(-cnt, kind="stable") if split else ():
-        largest.setdefault(int(of[u]), int(u))
-    for u in np.argsort(-cnt, kind="stable") if split else ():
-        anchor = largest[int(of[u])]
-        if anchor != u and ask(int(rep[u]), int(rep[anchor])) and len(out) == k:
-            return out
+    if split:
+        by_size = np.argsort(-cnt, kind="stable")
+        largest: dict[int, int] = {}
+        for u in by_size:
+            largest.setdefault(int(of[u]), int(u))
+        for u in by_size:
+            anchor = largest[int(of[u])]
+            if anchor != u and ask(int(rep[u]), int(rep[anchor])) and len(out) == k:
+                return out
     # what answers say is together tests a split: a must-link group (transitively) or a soft "same" answer
     group = np.arange(len(comp)) if constraints is None else np.asarray(constraints.group_of)
     soft_same = (

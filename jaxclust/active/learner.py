@@ -183,8 +183,8 @@ class ActiveLearner:
         the two components, a "different" answer keeps their classes apart, and a "different" answer about
         two items of one component splits it between them (each of its items follows the nearest answered
         item); the link entropy, ``labels_`` and the scores are those of the classes. ``"components"``: the
-        same with components kept whole (the previous default). ``"pairs"`` (the first behaviour): the
-        samples are the model's components, and an answer constrains its two items only (the sampler
+        same with components kept whole and no question about joins. ``"pairs"``: the samples are the
+        model's components, and an answer constrains its two items only (the sampler
         satisfies a must-link across two components by moving one item).
 
     Attributes

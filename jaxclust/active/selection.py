@@ -160,7 +160,8 @@ class Round(NamedTuple):
     ``samples`` (S, n) the partitions questions are about (class level when answers are propagated);
     ``components`` (n,) the model's best sample of components; ``X`` (n, D) the data; ``exclude`` pairs never
     to ask; ``key`` the round's PRNG key (random strategy); ``need_entropy`` whether the caller wants the
-    highest link entropy back (a confidence stop).
+    highest link entropy back (a confidence stop); ``split`` whether answers split components
+    (``propagation="classes"``; see :func:`~jaxclust.active.classes.component_questions`).
     """
 
     samples: Any
