@@ -28,7 +28,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxclust.coclustering import relabel
-from jaxclust.dpmm import gibbs
+from jaxclust.dpmm import gibbs, splitmerge
 from jaxclust.dpmm.kernels import Kernel, iterate
 from jaxclust.dpmm.rows import RowAxis, resolve_mesh
 from jaxclust.errors import InvalidInputError
@@ -71,6 +71,8 @@ class ChainResult(NamedTuple):
     capacity : int, final number of slots
     n_capacity_growths : int, number of times the slots grew (proactively or after an overflow)
     n_overflow_redos : int, number of blocks redone because a chain ran out of slots
+    split_merge : (C, 4) int, each chain's split-merge moves over all its sweeps, in the order of
+        :data:`jaxclust.dpmm.splitmerge.MOVES` (proposed and accepted splits, proposed and accepted merges)
     """
 
     samples: np.ndarray
@@ -84,6 +86,7 @@ class ChainResult(NamedTuple):
     capacity: int
     n_capacity_growths: int
     n_overflow_redos: int = 0
+    split_merge: np.ndarray | None = None
 
 
 def _block(keys, states, data, family, alpha_prior, n_active, block, *, n_sweeps, spec, rows=None):
@@ -95,11 +98,15 @@ def _block(keys, states, data, family, alpha_prior, n_active, block, *, n_sweeps
 
     def body(states, xs):
         i, ks = xs
+        idle = jnp.zeros((keys.shape[0], len(splitmerge.MOVES)), jnp.int32)
         # unbatched predicate: a real branch, so the inactive tail of a short block costs nothing
-        states = jax.lax.cond(
-            i < n_active, lambda s: vstep(ks, s, data, family, alpha_prior, spec), lambda s: s, states
+        states, moves = jax.lax.cond(
+            i < n_active,
+            lambda s: vstep(ks, s, data, family, alpha_prior, spec),
+            lambda s: (s, idle),
+            states,
         )
-        return states, (states.log_joint, jnp.sum(states.counts > 0, -1), states.alpha)
+        return states, (states.log_joint, jnp.sum(states.counts > 0, -1), states.alpha, moves)
 
     return jax.lax.scan(body, states, (jnp.arange(n_sweeps), jnp.swapaxes(sweep_keys, 0, 1)))
 
@@ -399,7 +406,7 @@ def run_chains(
     for b in iterator:
         n_active, keep = blocks[b]
         while True:
-            new_states, (lj, kk, al) = run_block(
+            new_states, (lj, kk, al, mv) = run_block(
                 chain_keys,
                 states,
                 data,
@@ -421,7 +428,7 @@ def run_chains(
             redos += 1
             states = _grow(states, family, capacity, n_chains, mesh, rows)
         states = new_states
-        trace = tuple(t[:n_active, :n_real] for t in _fetch((lj, kk, al)))
+        trace = tuple(t[:n_active, :n_real] for t in _fetch((lj, kk, al, mv)))
         traces.append(trace)
         occupied = int(trace[1].max()) if n_active > 0 else 0
         if occupied + headroom(capacity) > capacity and capacity < n_groups and b + 1 < len(blocks):
@@ -444,6 +451,8 @@ def run_chains(
         lj = al = kk = np.zeros((n_chains, 0))
     if traces:
         t_lj, t_k, t_al = (np.concatenate([t[i] for t in traces], axis=0).T for i in range(3))
+        moves = np.concatenate([t[3] for t in traces], axis=0).sum(axis=0).astype(np.int64)
     else:
         t_lj = t_k = t_al = np.zeros((n_chains, 0))
-    return ChainResult(samples, lj, al, kk, t_lj, t_al, t_k, final, capacity, growths, redos)
+        moves = np.zeros((n_chains, len(splitmerge.MOVES)), np.int64)
+    return ChainResult(samples, lj, al, kk, t_lj, t_al, t_k, final, capacity, growths, redos, moves)

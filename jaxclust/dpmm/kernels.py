@@ -8,7 +8,7 @@ leaves the (constrained) posterior invariant, so any composition does too.
 Usage::
 
     spec = Kernel("subcluster", split_merge=1)
-    state = iterate(key, state, data, family, alpha_prior, spec)      # jit with ``spec`` static; vmap chains
+    state, moves = iterate(key, state, data, family, alpha_prior, spec)  # jit, ``spec`` static; vmap chains
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 from jaxclust.dpmm import gibbs, splitmerge, subcluster
 
@@ -46,6 +47,8 @@ def iterate(
     key, state: gibbs.GibbsState, data: gibbs.GroupData, family, alpha_prior, spec: Kernel, rows=None
 ):
     """One iteration (see the module docstring); ``alpha_prior`` as in :func:`jaxclust.dpmm.gibbs.sweep`.
+    Returns the new state and the iteration's split-merge counts, (4,) int32 in the order of
+    :data:`jaxclust.dpmm.splitmerge.MOVES`.
 
     ``rows`` (static, sub-cluster sampler only): inside ``shard_map`` with the group rows split over a mesh
     axis (:class:`jaxclust.dpmm.rows.RowAxis`); the iteration then computes what it computes on one device.
@@ -57,12 +60,14 @@ def iterate(
         # traced program, where a table of -1s would still be read every sweep
         data = data._replace(partners=data.partners[:, :0], partner_w=data.partner_w[:, :0])
     k_main, k_alpha, *k_sm = jax.random.split(key, 2 + spec.split_merge)
+    moves = jnp.zeros((len(splitmerge.MOVES),), jnp.int32)
     for r in range(spec.split_merge):
-        state = splitmerge.split_merge(k_sm[r], state, data, family, n_steps=spec.kmeans_steps, rows=rows)
+        state, m = splitmerge.split_merge(k_sm[r], state, data, family, n_steps=spec.kmeans_steps, rows=rows)
+        moves = moves + m
     if spec.sampler == "collapsed":
         if spec.gibbs:
-            return gibbs.sweep(k_main, state, data, family, alpha_prior)
+            return gibbs.sweep(k_main, state, data, family, alpha_prior), moves
         z = state.z
     else:
         z = subcluster.restricted_step(k_main, state, data, family, spec.constrained, rows)
-    return gibbs.finish(k_alpha, z, state, data, family, alpha_prior, rows)
+    return gibbs.finish(k_alpha, z, state, data, family, alpha_prior, rows), moves

@@ -14,7 +14,7 @@ from jaxclust.coclustering import coclustering
 from jaxclust.constraints import as_constraints
 from jaxclust.dpmm import chains, distributed, gibbs
 from jaxclust.dpmm.alpha import check_alpha_prior
-from jaxclust.dpmm.diagnostics import chain_diagnostics
+from jaxclust.dpmm.diagnostics import chain_diagnostics, split_merge_summary
 from jaxclust.dpmm.families import DirichletMultinomial, NormalGamma, NormalInverseWishart
 from jaxclust.dpmm.kernels import SAMPLERS, Kernel
 from jaxclust.dpmm.predictive import assignment_probabilities
@@ -356,7 +356,9 @@ class DPMM(ClusterMixin, BaseEstimator):
     alpha_samples_, log_joint_ : ndarray (n_chains * n_samples,)
     n_components_ : int - number of components in ``labels_``
     final_labels_ : ndarray (n_chains, n_items) - last state of each chain (warm start for the next fit)
-    diagnostics_ : dict - ``r_hat``/``ess`` per trace name and the per-sweep ``traces``
+    diagnostics_ : dict - ``r_hat``/``ess`` per trace name, the per-sweep ``traces``, and ``split_merge``: the
+        split-merge moves proposed and accepted over all sweeps of all chains and their acceptance rates
+        (:func:`jaxclust.dpmm.diagnostics.split_merge_summary`)
     n_capacity_growths_ : int
     n_overflow_redos_ : int
     capacity_ : int - final number of component slots
@@ -460,6 +462,7 @@ class DPMM(ClusterMixin, BaseEstimator):
             "alpha": res.trace_alpha,
         }
         diag["n_components_samples"] = res.n_components.reshape(-1)
+        diag["split_merge"] = split_merge_summary(res.split_merge)
         self.diagnostics_ = diag
         return self
 

@@ -110,7 +110,7 @@ class DPMMKernel(MCMCKernel):
 
     def _step_one(self, state: DPMMKernelState) -> DPMMKernelState:
         key, sub = jax.random.split(state.rng_key)
-        new = iterate(sub, state.gibbs, self._data, self._family, self._alpha_prior, self._spec)
+        new, _ = iterate(sub, state.gibbs, self._data, self._family, self._alpha_prior, self._spec)
         return self._wrap(new, key)
 
     def init(self, rng_key, num_warmup, init_params, model_args=(), model_kwargs=None):

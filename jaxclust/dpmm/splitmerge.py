@@ -55,7 +55,10 @@ from jax.scipy.special import gammaln
 from jaxclust.dpmm import gibbs
 from jaxclust.dpmm import rows as _rows
 
-__all__ = ["split_merge", "subsample_size", "KMEANS_STEPS", "SUBSAMPLE", "SUBSAMPLE_PER_SLOT"]
+__all__ = ["split_merge", "subsample_size", "KMEANS_STEPS", "SUBSAMPLE", "SUBSAMPLE_PER_SLOT", "MOVES"]
+
+#: The counts a round reports, in this order (:func:`split_merge`'s second output).
+MOVES = ("proposed_splits", "accepted_splits", "proposed_merges", "accepted_merges")
 
 # 2-means steps of a split launch: on separated data it converges in 2-3.
 KMEANS_STEPS = 4
@@ -177,9 +180,12 @@ def split_merge(
 
     Returns
     -------
-    GibbsState with the new assignment, the changed slots' counts and parameters recomputed from their
-    groups, and ``log_joint`` updated; ``overflow`` is set if an accepted split found no free slot (that split
-    is not applied).
+    state : GibbsState with the new assignment, the changed slots' counts and parameters recomputed from their
+        groups, and ``log_joint`` updated; ``overflow`` is set if an accepted split found no free slot (that
+        split is not applied).
+    counts : (4,) int32, the round's moves in the order of :data:`MOVES`: splits proposed (components of at
+        least two groups paired with an empty label) and accepted, merges proposed (pairs of components,
+        those a cannot-link blocks included) and accepted.
     """
     z = state.z
     V = state.counts.shape[0]
@@ -318,7 +324,8 @@ def split_merge(
     for idx, st in zip((cleared, kept, created), stats_new, strict=True):
         counts = counts.at[idx].set(st.size, mode="drop")
         slots = put(slots, idx, family.slots_from_stats(st))
-    return gibbs.GibbsState(
+    moves = jnp.stack([jnp.sum(v.astype(jnp.int32)) for v in (can_split, did_split, is_merge, did_merge)])
+    new = gibbs.GibbsState(
         z_new,
         counts,
         slots,
@@ -326,6 +333,7 @@ def split_merge(
         overflow,
         gibbs.log_joint(counts, slots, state.alpha, data, family, z_new, rows),
     )
+    return new, moves
 
 
 def _expand(mask, like):

@@ -282,6 +282,15 @@ def _split_merge_alone(case, spec):
     assert tv <= 0.03, f"total variation {tv:.4f}"
     assert freq[exact == 0].sum() == 0
     assert moved_fraction(res.samples, start) > 0.3
+    # without a Gibbs sweep only these moves change the number of components: the counts account for every
+    # change of every chain exactly, and each accepted move was proposed
+    moves = dict(zip(splitmerge.MOVES, res.split_merge.T, strict=True))
+    k_start = np.array([len(np.unique(z)) for z in start])
+    k_end = np.array([len(np.unique(z)) for z in res.final_labels])
+    np.testing.assert_array_equal(moves["accepted_splits"] - moves["accepted_merges"], k_end - k_start)
+    assert np.all(moves["accepted_splits"] <= moves["proposed_splits"])
+    assert np.all(moves["accepted_merges"] <= moves["proposed_merges"])
+    assert moves["accepted_splits"].sum() > 0 and moves["accepted_merges"].sum() > 0
 
 
 def test_threshold_has_power_against_wrong_laws():

@@ -46,6 +46,10 @@ def test_default_start_reaches_the_true_partition_of_twenty_blobs(sampler):
     assert m.log_joint_.max() >= truth - 5.0, (m.log_joint_.max(), truth)
     assert adjusted_rand_score(y, m.labels_) >= 0.99
     assert m.n_components_ == 20
+    # from one component, every chain got to 20 through accepted splits (the local moves alone cannot: below)
+    moves = m.diagnostics_["split_merge"]
+    assert moves["accepted_splits"] >= KW["n_chains"] * 10
+    assert 0 < moves["split_acceptance"] < 1
 
 
 def test_without_split_merge_the_sampler_stays_stuck():
@@ -55,6 +59,8 @@ def test_without_split_merge_the_sampler_stays_stuck():
     m = DPMM(sampler="collapsed", split_merge=0, **KW).fit(X)
     assert m.log_joint_.max() < truth - 1000.0
     assert adjusted_rand_score(y, m.labels_) < 0.9
+    moves = m.diagnostics_["split_merge"]
+    assert moves["proposed_splits"] == moves["proposed_merges"] == 0 and np.isnan(moves["split_acceptance"])
 
 
 @pytest.mark.parametrize("sampler", ["collapsed", "subcluster"])
