@@ -1,5 +1,6 @@
 """The ``jaxclust`` command line (typer): ``info`` and ``--version`` here; ``demo`` and ``annotate`` from
-:mod:`jaxclust.apps.cli_active`, ``experiment`` from :mod:`jaxclust.apps.experiment.cli`."""
+:mod:`jaxclust.apps.cli_active`, ``experiment`` from :mod:`jaxclust.apps.experiment.cli`, ``store`` from
+:mod:`jaxclust.apps.cli_store`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import typer
 
 from jaxclust.apps.cli_active import annotate, demo
 from jaxclust.apps.cli_common import Command, OneLineErrors
+from jaxclust.apps.cli_store import app as store_app
 from jaxclust.apps.experiment.cli import app as experiment_app
 
 __all__ = ["app", "info", "main"]
@@ -71,6 +73,7 @@ def _register() -> None:
     app.command(cls=Command, help=annotate.__doc__)(annotate)
 
     app.add_typer(experiment_app, name="experiment")
+    app.add_typer(store_app, name="store")
 
 
 _register()

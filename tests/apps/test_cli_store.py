@@ -1,0 +1,73 @@
+"""``jaxclust store stats | export`` on stores written by several annotators."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from jaxclust.active.store import AnswerStore
+from jaxclust.apps.cli import app
+
+ANSWERS = [
+    (0, 1, "must", "ann"),
+    (0, 2, "cannot", "ann"),
+    (1, 3, "must", "ann"),
+    (0, 1, "must", "bob"),
+    (0, 2, "must", "bob"),
+    (1, 3, "must", "bob"),
+    (4, 5, "unknown", "bob"),
+    (2, 3, "cannot", "cy"),
+    (0, 1, "cannot", "cy"),  # undone below
+]
+
+
+@pytest.fixture(params=["answers.sqlite", "answers.jsonl"])
+def store(tmp_path, request):
+    path = tmp_path / request.param
+    with AnswerStore(path, {"n": 10}) as s:
+        for i, j, answer, who in ANSWERS:
+            s.append(i, j, answer, annotator=who)
+        s.undo("cy")
+    return path
+
+
+def test_stats_counts_answers_per_annotator_and_agreement(store):
+    result = CliRunner().invoke(app, ["store", "stats", str(store), "--disagreements"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        f"{store}: 8 answers in effect (1 undone, 0 dropped as contradicting earlier ones), 10 items",
+        "  ann: 2 same, 1 different, 0 don't know",
+        "  bob: 3 same, 0 different, 1 don't know",
+        "  cy: 0 same, 1 different, 0 don't know",
+        # ann and bob share 3 pairs and agree on 2; ann's answers (must, cannot, must) against bob's (must x 3):
+        # p_o = 2/3 = p_e, so kappa is 0; cy's undone answer on 0-1 is not counted
+        "3 pairs answered by two or more annotators; Krippendorff's alpha 0.000; 1 answered both ways",
+        "  ann / bob: 3 pairs, 67% alike, Cohen's kappa 0.000",
+        "  0-2: ann: cannot, bob: must",
+    ]
+    out = json.loads(CliRunner().invoke(app, ["store", "stats", str(store), "--json"]).output)
+    assert (out["answers"], out["undone"], out["doubly_answered"], out["disagreements"]) == (8, 1, 3, 1)
+    assert out["pairs"] == [{"annotators": ["ann", "bob"], "n": 3, "agreement": 2 / 3, "kappa": 0.0}]
+
+
+def test_export_writes_every_answer_with_its_annotator(store, tmp_path):
+    out = tmp_path / "answers_out.jsonl"
+    result = CliRunner().invoke(app, ["store", "export", str(store), "--answers", str(out)])
+    assert result.exit_code == 0 and "8 answers written" in result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["i"], r["j"], r["answer"], r["annotator"]) for r in rows] == [a for a in ANSWERS[:-1]]
+    assert all(r["kept"] for r in rows)
+    CliRunner().invoke(app, ["store", "export", str(store), "--answers", str(out), "--all"])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["undone"] for r in rows] == [False] * 8 + [True]
+
+
+def test_bad_input_is_one_line(tmp_path, store):
+    result = CliRunner().invoke(app, ["store", "stats", str(tmp_path / "missing.sqlite")])
+    assert result.exit_code == 2 and "missing.sqlite is not a file" in result.output
+    result = CliRunner().invoke(app, ["store", "export", str(store), "--answers", str(store)])
+    assert result.exit_code == 2 and "that is the store itself" in result.output
+    with AnswerStore(store) as s:
+        assert len(s.all_answers) == len(ANSWERS)  # untouched
