@@ -35,4 +35,7 @@ def test_readme_snippet_runs_as_a_script_and_prints_its_results(tmp_path, capsys
     # every retained sample obeys the constraints: the must-linked pair always together, the cannot-linked never
     assert out[2] == "P(0 with 1) = 1.0  P(0 with 59) = 0.0"
     assert re.fullmatch(r"k-means ARI 0\.\d+", out[3])
-    assert len(out) == 4
+    # twenty right answers improve the clustering the DPMM found without them
+    after = re.fullmatch(r"after 20 answers: \d+ clusters, ARI (-?\d\.\d+)", out[4])
+    assert after and float(after.group(1)) > float(out[1].rsplit(" ", 1)[1]) + 0.1
+    assert len(out) == 5

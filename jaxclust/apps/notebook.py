@@ -106,7 +106,7 @@ class NotebookAnnotator:
     shared : bool
         Several annotators on one SQLite store at once.
     strategy, batch_size, stop_entropy, random_state :
-        As ``jaxclust annotate`` (defaults: ``"batch"``, 5, 0.2 nats, 0).
+        As ``jaxclust annotate`` (defaults: ``"explore"``, 1, 0.2 nats, 0).
     gold : array of int, optional
         Gold labels: the figure then shows the V-beta curve (they are never shown to the selection).
     text_column, name_column, context_column : str, optional
