@@ -5,11 +5,14 @@ For every set of the active suite (``active_suite.py``: standardised columns, go
 50 burn-in, 10 samples 3 apart, seed 0) is fitted with ``NormalGamma.from_data(X, scale=s)`` for each width
 ``s`` of ``--scales`` (a component's expected variance per column is ``s`` times the data's; ``DPMM()``'s
 default is 0.5). Reported per set and width: the number of clusters, ARI and V-beta of ``labels_``; per set:
-k-means with the true number of classes (scikit-learn, 10 restarts) and the width that empirical Bayes chooses
+k-means with the true number of classes (scikit-learn, 10 restarts), the width that empirical Bayes chooses
 without labels (the held-out log posterior predictive of ``active_dpmm.select_prior_scale``, 2 folds of 20 %,
-over the same widths). Writes ``sets/<set>.json`` as each set finishes (a rerun goes on from there), then
-``default_prior.json`` and ``default_prior.png`` (one panel per set: the score against the width, k-means as a
-line, the empirical-Bayes choice circled).
+over the same widths), and the width that a few answers choose: for 10, 20 and 40 random pairs answered from the
+gold labels (5 draws each), the width whose samples give the answers the highest log-likelihood (the share of
+samples that put a pair together, clipped to [0.02, 0.98], is the probability of "same"). Writes
+``sets/<set>.json`` as each set finishes (a rerun goes on from there), then ``default_prior.json`` and
+``default_prior.png`` (one panel per set: the score against the width, k-means as a line, the empirical-Bayes
+choice circled).
 
     python experiments/default_prior.py --out experiments/results/default_prior
     python experiments/default_prior.py --sets wine general --scales 0.5 2 --out /tmp/prior
@@ -32,6 +35,24 @@ from active_suite import DATASETS  # noqa: E402
 
 SCALES = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0)
 VERBS = ("general", "bio-top", "bio-fine")
+ANSWERS = (10, 20, 40)  # numbers of random answered pairs that choose a width
+ANSWER_SEEDS = 5
+_CLIP = 0.02  # a sampled co-clustering frequency of 0 or 1 is read as 0.02 or 0.98
+
+
+def answer_pairs(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``m`` random pairs of distinct items ``(i, j)`` of ``n`` (with replacement across pairs)."""
+    rng = np.random.default_rng(seed)
+    i, j = rng.integers(0, n, 4 * m + 8), rng.integers(0, n, 4 * m + 8)
+    keep = i != j
+    return i[keep][:m], j[keep][:m]
+
+
+def answers_log_likelihood(samples: np.ndarray, i, j, same) -> float:
+    """``sum log p(answer)`` of answered pairs under the sampled partitions ``samples`` (S, n): the share of
+    samples that put ``i`` and ``j`` together, clipped to [0.02, 0.98]."""
+    p = np.clip(np.mean(samples[:, i] == samples[:, j], axis=0), _CLIP, 1 - _CLIP)
+    return float(np.sum(np.where(same, np.log(p), np.log1p(-p))))
 
 
 def load(name: str):
@@ -67,6 +88,8 @@ def measure(name: str, scales=SCALES, seed: int = 0, echo=print) -> dict:
         "kmeans": {"ari": float(adjusted_rand_score(y, km)), "v_beta": float(v_beta(y, km))},
         "scales": [],
     }
+    asked = {(m, r): answer_pairs(len(y), m, r) for m in ANSWERS for r in range(ANSWER_SEEDS)}
+    fit_of_answers: dict = {key: {} for key in asked}
     for s in scales:
         t0 = time.perf_counter()
         fit = DPMM(prior=NormalGamma.from_data(X, scale=s), **settings).fit(X)
@@ -78,6 +101,8 @@ def measure(name: str, scales=SCALES, seed: int = 0, echo=print) -> dict:
             "seconds": time.perf_counter() - t0,
         }
         out["scales"].append(row)
+        for key, (i, j) in asked.items():
+            fit_of_answers[key][float(s)] = answers_log_likelihood(fit.samples_, i, j, y[i] == y[j])
         echo(
             f"[{name}] scale {s:g}: {row['clusters']} clusters, ARI {row['ari']:.3f}, V-beta {row['v_beta']:.3f}"
         )
@@ -86,6 +111,15 @@ def measure(name: str, scales=SCALES, seed: int = 0, echo=print) -> dict:
         "scale": best,
         "heldout_logpred": {r["scale"]: r["heldout_logpred"] for r in rows},
     }
+    # the width whose samples best predict a few answered pairs (ties: the one nearest the default)
+    by_scale = {row["scale"]: row for row in out["scales"]}
+    out["chosen_by_answers"] = []
+    for (m, r), scores in fit_of_answers.items():
+        pick = max(scores, key=lambda w: (scores[w], -abs(np.log(w / 0.5))))
+        row = by_scale[pick]
+        out["chosen_by_answers"].append(
+            {"answers": m, "seed": r, "scale": pick, "ari": row["ari"], "v_beta": row["v_beta"]}
+        )
     echo(f"[{name}] k-means (k = {k}): ARI {out['kmeans']['ari']:.3f}; empirical Bayes chooses {best:g}")
     return out
 
@@ -132,7 +166,11 @@ def main(argv=None) -> None:
     for name in args.sets:  # one file per set, written as it finishes: a rerun goes on where this one stopped
         path = out / "sets" / f"{name}.json"
         done = json.loads(path.read_text()) if path.is_file() else None
-        if done is None or [r["scale"] for r in done["scales"]] != [float(s) for s in args.scales]:
+        if (
+            done is None
+            or [r["scale"] for r in done["scales"]] != [float(s) for s in args.scales]
+            or "chosen_by_answers" not in done
+        ):
             done = measure(name, args.scales, args.seed)
             path.write_text(json.dumps(done, indent=1))
             jax.clear_caches()  # each set compiles its own programs; a long run would otherwise keep them all
@@ -148,6 +186,22 @@ def main(argv=None) -> None:
             "suite_mean_ari": float(np.mean([at(r, pick(r), "ari") for r in suite])) if suite else None,
             "verbs_at_or_above_kmeans": sum(at(r, pick(r), "v_beta") >= r["kmeans"]["v_beta"] for r in verbs),
             "verbs_mean_v_beta": float(np.mean([at(r, pick(r), "v_beta") for r in verbs])) if verbs else None,
+        }
+    for m in ANSWERS:  # the widths a few answers choose: means over the answer draws
+
+        def chosen(r, key, m=m):
+            return [c[key] for c in r.get("chosen_by_answers", []) if c["answers"] == m]
+
+        def wins(sets, key):  # sets at or above k-means, each set counting the share of its draws that are
+            return float(sum(np.mean(np.array(chosen(r, key)) >= r["kmeans"][key]) for r in sets))
+
+        summary[f"chosen_by_{m}_answers"] = {
+            "suite_at_or_above_kmeans": wins(suite, "ari") if suite else None,
+            "suite_mean_ari": float(np.mean([np.mean(chosen(r, "ari")) for r in suite])) if suite else None,
+            "verbs_at_or_above_kmeans": wins(verbs, "v_beta") if verbs else None,
+            "verbs_mean_v_beta": float(np.mean([np.mean(chosen(r, "v_beta")) for r in verbs]))
+            if verbs
+            else None,
         }
     (out / "default_prior.json").write_text(json.dumps({"results": results, "summary": summary}, indent=1))
     figure(results, out / "default_prior.png")
