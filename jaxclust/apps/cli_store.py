@@ -17,6 +17,9 @@ from pathlib import Path
 
 import typer
 
+from jaxclust.active.agreement import store_agreement
+from jaxclust.active.answer_log import is_sqlite_path
+from jaxclust.active.store import AnswerStore
 from jaxclust.apps.cli_common import Command, Group, fail, one_line_warnings
 from jaxclust.errors import JaxclustError
 
@@ -32,9 +35,6 @@ app = typer.Typer(
 
 
 def _open(path: Path):
-    from jaxclust.active.answer_log import is_sqlite_path
-    from jaxclust.active.store import AnswerStore
-
     if not path.is_file():
         fail(f"STORE: {path} is not a file")
     return AnswerStore(path, shared=is_sqlite_path(path))
@@ -51,8 +51,6 @@ def stats(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
     """Answers per annotator and agreement between annotators (kappa, alpha) in STORE."""
-    from jaxclust.active.agreement import store_agreement
-
     try:
         with one_line_warnings(), _open(store) as s:
             every = s.all_answers
