@@ -160,6 +160,47 @@ def cobras_curve(X, y, n_queries: int, answer, seed: int = 0) -> tuple[list, lis
     return curve, [seconds] * n_queries
 
 
+WIDTHS = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0)
+
+
+def _session_curve(learner, X, n_queries: int, teller, constraints=None):
+    """Run ``learner``'s session for ``n_queries`` answers of ``teller``: the labels after 0..n answers, the
+    seconds per answer, and the answers ``(i, j, answer)``."""
+    session = learner.iter_questions(X, n_queries, constraints=constraints)
+    curve, seconds, answers = [], [], []
+    try:
+        pair = next(session)
+        while True:
+            curve.append(np.asarray(learner.labels_))
+            t = time.perf_counter()
+            reply = teller.answer(*pair)
+            answers.append((min(pair), max(pair), reply))
+            pair = session.send(reply)
+            seconds.append(time.perf_counter() - t)
+    except StopIteration:
+        pass
+    curve.append(np.asarray(learner.labels_))
+    return curve, seconds, answers
+
+
+def choose_width(X, answers, settings, widths=WIDTHS) -> float:
+    """The prior width (of ``widths``) whose unsupervised DPMM samples give ``answers`` ``(i, j, "must" |
+    "cannot")`` the highest log-likelihood (the share of samples that put a pair together, clipped to [0.02,
+    0.98], is the probability of "same"); ties go to the width nearest the default 0.5."""
+    from jaxclust import DPMM
+    from jaxclust.dpmm import NormalGamma
+
+    i = np.array([a[0] for a in answers if a[2] != "unknown"], np.int64)
+    j = np.array([a[1] for a in answers if a[2] != "unknown"], np.int64)
+    same = np.array([a[2] == "must" for a in answers if a[2] != "unknown"])
+    score = {}
+    for w in widths:
+        S = DPMM(prior=NormalGamma.from_data(X, scale=w), **settings).fit(X).samples_
+        p = np.clip(np.mean(S[:, i] == S[:, j], axis=0), 0.02, 0.98)
+        score[w] = float(np.sum(np.where(same, np.log(p), np.log1p(-p))))
+    return max(score, key=lambda w: (score[w], -abs(np.log(w / 0.5))))
+
+
 def run_one(
     dataset: str,
     method: str = "explore_classes",
@@ -171,11 +212,17 @@ def run_one(
     n_samples: int = 10,
     thin: int = 3,
     prior_scale: float | None = None,
+    choose_width_after: int | None = None,
+    widths: list | None = None,
     data_dir: str | None = None,
 ) -> dict:
     """ONE learning curve (grid kind ``active_suite``): ARI and V-beta after 0..n_queries answers.
 
     ``prior_scale``: None for the DPMM's default prior, else ``NormalGamma.from_data(X, scale=prior_scale)``.
+    ``choose_width_after`` (DPMM methods): after that many answers, the prior width whose unsupervised samples
+    give those answers the highest log-likelihood (of :data:`WIDTHS`) replaces the prior, and a new session
+    goes on from the answers so far (:func:`choose_width`); ``widths`` replaces that list (``[0.5]``: the same
+    restart at the default width, the control).
     """
     from jaxclust import DPMM
     from jaxclust.active import ActiveLearner, GoldOracle, NoisyOracle
@@ -187,6 +234,7 @@ def run_one(
         raise InvalidInputError(f"oracle: expected one of {ORACLES}, got {oracle!r}")
     X, y = load(dataset, data_dir)
     teller = GoldOracle(y) if oracle == "gold" else NoisyOracle(y, FLIP_RATE, random_state=seed)
+    chosen = None
     t0 = time.perf_counter()
     if method == "cobras":
         curve, seconds = cobras_curve(X, y, n_queries, teller.answer, seed)
@@ -196,36 +244,45 @@ def run_one(
         from jaxclust.dpmm import NormalGamma
 
         prior = None if prior_scale is None else NormalGamma.from_data(X, scale=prior_scale)
-        model = DPMM(
-            prior=prior,
-            n_chains=n_chains,
-            n_burnin=n_burnin,
-            n_samples=n_samples,
-            thin=thin,
-            random_state=seed,
+        settings = dict(
+            n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples, thin=thin, random_state=seed
         )
-        learner = ActiveLearner(
-            model,
-            teller,
-            strategy=strategy,
-            batch_size=10 if strategy == "random" else 1,
-            random_state=seed,
-            progress=False,
-            error_rate=0.0 if oracle == "gold" else FLIP_RATE,
-            propagation=propagation,
-        )
-        session = learner.iter_questions(X, n_queries)
-        curve, seconds = [], []
-        try:
-            pair = next(session)
-            while True:
-                curve.append(np.asarray(learner.labels_))
-                t = time.perf_counter()
-                pair = session.send(teller.answer(*pair))
-                seconds.append(time.perf_counter() - t)
-        except StopIteration:
-            pass
-        curve.append(np.asarray(learner.labels_))
+        rate = 0.0 if oracle == "gold" else FLIP_RATE
+
+        def learner(prior):
+            return ActiveLearner(
+                DPMM(prior=prior, **settings),
+                teller,
+                strategy=strategy,
+                batch_size=10 if strategy == "random" else 1,
+                random_state=seed,
+                progress=False,
+                error_rate=rate,
+                propagation=propagation,
+            )
+
+        first = n_queries if choose_width_after is None else min(choose_width_after, n_queries)
+        curve, seconds, answers = _session_curve(learner(prior), X, first, teller)
+        if choose_width_after is not None and first < n_queries:
+            from jaxclust import Constraints
+
+            chosen = choose_width(X, answers, settings, WIDTHS if widths is None else tuple(widths))
+            initial = (
+                Constraints.from_answers(len(X), [(i, j, a, rate) for i, j, a in answers])
+                if rate
+                else (
+                    Constraints(
+                        len(X),
+                        must_link=[(i, j) for i, j, a in answers if a == "must"],
+                        cannot_link=[(i, j) for i, j, a in answers if a == "cannot"],
+                        on_conflict="drop",
+                    )
+                )
+            )
+            more, sec, _ = _session_curve(
+                learner(NormalGamma.from_data(X, scale=chosen)), X, n_queries - first, teller, initial
+            )
+            curve, seconds = curve[:-1] + more, seconds + sec
         while len(curve) < n_queries + 1:  # nothing left to ask: the clustering stays
             curve.append(curve[-1])
     ari, vb = zip(*(_scores(y, c) for c in curve), strict=True)
@@ -240,6 +297,7 @@ def run_one(
         "v_beta": [round(v, 5) for v in vb],
         "n_clusters_final": int(len(np.unique(curve[-1]))),
         "seconds_per_question": float(np.median(seconds)) if seconds else None,
+        "chosen_width": chosen,
         "seconds": time.perf_counter() - t0,
     }
 
@@ -264,6 +322,8 @@ def summarize(records: list[dict], out_dir) -> dict:
         r = rec["result"]
         scale = rec.get("params", {}).get("prior_scale")
         method = r["method"] if scale is None else f"{r['method']} (prior {scale})"
+        after = rec.get("params", {}).get("choose_width_after")
+        method = method if after is None else f"{method} (width by {after} answers)"
         runs.setdefault((r["oracle"], r["dataset"], method), []).append(r)
     table = []
     for (oracle, dataset, method), rs in sorted(runs.items()):
