@@ -183,22 +183,36 @@ def _session_curve(learner, X, n_queries: int, teller, constraints=None):
     return curve, seconds, answers
 
 
+def answers_log_likelihood(samples: np.ndarray, i, j, same) -> float:
+    """``sum log p(answer)`` of answered pairs ``(i, j)`` (``same``: True for "must") under the sampled
+    partitions ``samples`` (S, n): the share of samples that put ``i`` and ``j`` together, clipped to [0.02,
+    0.98] (a share of 0 or 1 from a few samples is not a certainty), is the probability of "same"."""
+    p = np.clip(np.mean(samples[:, i] == samples[:, j], axis=0), 0.02, 0.98)
+    return float(np.sum(np.where(same, np.log(p), np.log1p(-p))))
+
+
+def best_width(score: dict) -> float:
+    """The width of highest ``score`` (``{width: log-likelihood}``); ties go to the one nearest the default 0.5."""
+    return max(score, key=lambda w: (score[w], -abs(np.log(w / 0.5))))
+
+
 def choose_width(X, answers, settings, widths=WIDTHS) -> float:
     """The prior width (of ``widths``) whose unsupervised DPMM samples give ``answers`` ``(i, j, "must" |
-    "cannot")`` the highest log-likelihood (the share of samples that put a pair together, clipped to [0.02,
-    0.98], is the probability of "same"); ties go to the width nearest the default 0.5."""
+    "cannot")`` the highest :func:`answers_log_likelihood` (:func:`best_width`)."""
     from jaxclust import DPMM
     from jaxclust.dpmm import NormalGamma
 
     i = np.array([a[0] for a in answers if a[2] != "unknown"], np.int64)
     j = np.array([a[1] for a in answers if a[2] != "unknown"], np.int64)
     same = np.array([a[2] == "must" for a in answers if a[2] != "unknown"])
-    score = {}
-    for w in widths:
-        S = DPMM(prior=NormalGamma.from_data(X, scale=w), **settings).fit(X).samples_
-        p = np.clip(np.mean(S[:, i] == S[:, j], axis=0), 0.02, 0.98)
-        score[w] = float(np.sum(np.where(same, np.log(p), np.log1p(-p))))
-    return max(score, key=lambda w: (score[w], -abs(np.log(w / 0.5))))
+    return best_width(
+        {
+            w: answers_log_likelihood(
+                DPMM(prior=NormalGamma.from_data(X, scale=w), **settings).fit(X).samples_, i, j, same
+            )
+            for w in widths
+        }
+    )
 
 
 def run_one(

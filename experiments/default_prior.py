@@ -31,13 +31,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from active_dpmm import SETS as VERB_SETS  # noqa: E402
-from active_suite import DATASETS  # noqa: E402
+from active_suite import DATASETS, answers_log_likelihood, best_width  # noqa: E402
 
 SCALES = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0)
 VERBS = ("general", "bio-top", "bio-fine")
 ANSWERS = (10, 20, 40)  # numbers of random answered pairs that choose a width
 ANSWER_SEEDS = 5
-_CLIP = 0.02  # a sampled co-clustering frequency of 0 or 1 is read as 0.02 or 0.98
 
 
 def answer_pairs(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -46,13 +45,6 @@ def answer_pairs(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     i, j = rng.integers(0, n, 4 * m + 8), rng.integers(0, n, 4 * m + 8)
     keep = i != j
     return i[keep][:m], j[keep][:m]
-
-
-def answers_log_likelihood(samples: np.ndarray, i, j, same) -> float:
-    """``sum log p(answer)`` of answered pairs under the sampled partitions ``samples`` (S, n): the share of
-    samples that put ``i`` and ``j`` together, clipped to [0.02, 0.98]."""
-    p = np.clip(np.mean(samples[:, i] == samples[:, j], axis=0), _CLIP, 1 - _CLIP)
-    return float(np.sum(np.where(same, np.log(p), np.log1p(-p))))
 
 
 def load(name: str):
@@ -115,7 +107,7 @@ def measure(name: str, scales=SCALES, seed: int = 0, echo=print) -> dict:
     by_scale = {row["scale"]: row for row in out["scales"]}
     out["chosen_by_answers"] = []
     for (m, r), scores in fit_of_answers.items():
-        pick = max(scores, key=lambda w: (scores[w], -abs(np.log(w / 0.5))))
+        pick = best_width(scores)
         row = by_scale[pick]
         out["chosen_by_answers"].append(
             {"answers": m, "seed": r, "scale": pick, "ari": row["ari"], "v_beta": row["v_beta"]}

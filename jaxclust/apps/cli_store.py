@@ -3,7 +3,8 @@
 ``stats`` prints the answers in effect, undone and dropped, per annotator, and how far the annotators agree on
 the pairs two or more of them answered (Cohen's kappa per two annotators, Krippendorff's alpha overall:
 :func:`jaxclust.active.agreement.store_agreement`); ``--disagreements`` lists the pairs answered both ways,
-``--json`` prints everything as one JSON object. ``export`` writes the answers, with who gave them, one JSON
+``--json`` prints everything as one JSON object (an undefined kappa or alpha is
+``null``). ``export`` writes the answers, with who gave them, one JSON
 object per line. Neither changes the store's answers. A SQLite store is opened as one more annotator of a
 shared store, so both work while shared sessions run; a store another process holds alone is refused with a
 message that names the process.
@@ -44,6 +45,10 @@ def _number(x: float) -> str:
     return "undefined" if math.isnan(x) else f"{x:.3f}"
 
 
+def _or_none(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
 @app.command("stats", cls=Command)
 def stats(
     store: Path = typer.Argument(..., help="The answer store (.sqlite or .jsonl)."),
@@ -67,12 +72,18 @@ def stats(
         **agree,
     }
     if as_json:
-        out = {**summary, "pairs": [{**p, "annotators": list(p["annotators"])} for p in summary["pairs"]]}
+        # an undefined kappa or alpha is null: NaN is not JSON
+        out = {
+            **summary,
+            "alpha": _or_none(summary["alpha"]),
+            "pairs": [
+                {**p, "annotators": list(p["annotators"]), "kappa": _or_none(p["kappa"])}
+                for p in summary["pairs"]
+            ],
+        }
         if not disagreements:
             out["disagreements"] = len(out["disagreements"])
-        typer.echo(
-            json.dumps(out, indent=1, default=lambda x: None if isinstance(x, float) and math.isnan(x) else x)
-        )
+        typer.echo(json.dumps(out, indent=1, allow_nan=False))
         return
     typer.echo(
         f"{store}: {summary['answers']} answers in effect ({summary['undone']} undone, {summary['dropped']} "

@@ -52,6 +52,20 @@ def test_stats_counts_answers_per_annotator_and_agreement(store):
     assert out["pairs"] == [{"annotators": ["ann", "bob"], "n": 3, "agreement": 2 / 3, "kappa": 0.0}]
 
 
+def test_undefined_agreement_is_said_in_words_and_null_in_json(tmp_path):
+    """Two annotators who both said "same" to every shared pair: chance alone gives that, so kappa and alpha are
+    undefined; the text says so and the JSON (which has no NaN) holds null."""
+    path = tmp_path / "same.sqlite"
+    with AnswerStore(path, {"n": 4}) as s:
+        for who in ("ann", "bob"):
+            s.append(0, 1, "must", annotator=who)
+            s.append(2, 3, "must", annotator=who)
+    text = CliRunner().invoke(app, ["store", "stats", str(path)]).output
+    assert "Krippendorff's alpha undefined" in text and "Cohen's kappa undefined" in text
+    out = json.loads(CliRunner().invoke(app, ["store", "stats", str(path), "--json"]).output)
+    assert out["alpha"] is None and out["pairs"][0]["kappa"] is None and out["pairs"][0]["agreement"] == 1.0
+
+
 def test_export_writes_every_answer_with_its_annotator(store, tmp_path):
     out = tmp_path / "answers_out.jsonl"
     result = CliRunner().invoke(app, ["store", "export", str(store), "--answers", str(out)])

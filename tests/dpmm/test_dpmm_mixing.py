@@ -46,7 +46,8 @@ def test_default_start_reaches_the_true_partition_of_twenty_blobs(sampler):
     assert m.log_joint_.max() >= truth - 5.0, (m.log_joint_.max(), truth)
     assert adjusted_rand_score(y, m.labels_) >= 0.99
     assert m.n_components_ == 20
-    # from one component, every chain got to 20 through accepted splits (the local moves alone cannot: below)
+    # from one component the chains reach 20 mostly through accepted splits (19 per chain when measured; the
+    # local moves alone cannot: below)
     moves = m.diagnostics_["split_merge"]
     assert moves["accepted_splits"] >= KW["n_chains"] * 10
     assert 0 < moves["split_acceptance"] < 1
