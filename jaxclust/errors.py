@@ -19,6 +19,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "StoreMismatchError",
+    "QuestionError",
     "MissingDependencyError",
     "JaxclustWarning",
     "StoreRecoveryWarning",
@@ -106,6 +107,16 @@ class StoreMismatchError(InvalidInputError):
         self.key = key
         self.stored = stored
         self.given = given
+
+
+class QuestionError(InvalidInputError):
+    """An answer about a pair the annotator does not hold in a team session (never handed to them, handed to
+    someone else, or already answered): it is not stored. The message names the pair and the annotator;
+    ``already`` is True when it is the pair they answered last (a form sent twice)."""
+
+    def __init__(self, message: str, already: bool = False):
+        super().__init__(message)
+        self.already = already
 
 
 class MissingDependencyError(JaxclustError, ImportError):

@@ -33,6 +33,7 @@ _LAZY: dict[str, str] = {
     "select_queries": "jaxclust.active.selection",
     "random_pairs": "jaxclust.active.selection",
     "STRATEGIES": "jaxclust.active.selection",
+    "TeamSession": "jaxclust.active.team",
 }
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "random_pairs",
     "score_samples",
     "STRATEGIES",
+    "TeamSession",
 ]
 
 

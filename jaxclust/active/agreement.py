@@ -5,7 +5,8 @@ already left out) and keeps, for every pair, each annotator's latest "same" or "
 says nothing about the pair and is left out). A pair answered by two or more annotators is *doubly answered*.
 For each two annotators it reports the pairs both answered, the share answered alike and Cohen's kappa; over
 everybody, Krippendorff's alpha (nominal) on the doubly answered pairs; and the pairs answered both ways, for
-review.
+review. :func:`error_rates` turns each annotator's measured agreement into the error rate a disputed answer of
+theirs is given.
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ from typing import Any
 
 from jaxclust.metrics.agreement import cohen_kappa, krippendorff_alpha
 
-__all__ = ["store_agreement", "UNNAMED"]
+__all__ = ["store_agreement", "error_rates", "UNNAMED", "PRIOR_AGREEMENT", "PRIOR_WEIGHT"]
 
 #: How answers stored without an annotator are counted: as one annotator of this name.
 UNNAMED = "(unnamed)"
+#: Before any doubly answered pair, an annotator is taken to agree with the others on this share of pairs ...
+PRIOR_AGREEMENT = 0.9
+#: ... with the weight of this many pairs (their measured agreement takes over as doubly answered pairs come).
+PRIOR_WEIGHT = 10.0
 
 
 def store_agreement(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -66,3 +71,27 @@ def store_agreement(records: list[dict[str, Any]]) -> dict[str, Any]:
             {"i": i, "j": j, "answers": dict(a)} for (i, j), a in shared.items() if len(set(a.values())) > 1
         ],
     }
+
+
+def error_rates(
+    records: list[dict[str, Any]], floor: float = 0.01, ceiling: float = 0.45
+) -> dict[str, float]:
+    """The error rate of each annotator of ``records``, from how often they agree with the others.
+
+    Two annotators who err independently with rates ``e`` agree with probability ``(1 - e)^2 + e^2 ~ 1 - 2e``;
+    so annotator ``a``, who agreed on ``m_a`` of the ``n_a`` doubly answered pairs they share with others, gets
+    ``e_a = (1 - agree_a) / 2`` with ``agree_a = (m_a + PRIOR_AGREEMENT * PRIOR_WEIGHT) / (n_a + PRIOR_WEIGHT)``
+    (0.05 before any shared pair), clipped to ``[floor, ceiling]``. Returns ``{name: rate}`` for every
+    annotator in ``records`` (answers without one under :data:`UNNAMED`).
+    """
+    stats = store_agreement(records)
+    shared: dict[str, list[float]] = {who: [0.0, 0.0] for who in stats["annotators"]}
+    for p in stats["pairs"]:
+        for who in p["annotators"]:
+            shared[who][0] += p["agreement"] * p["n"]
+            shared[who][1] += p["n"]
+    out = {}
+    for who, (agreed, n) in shared.items():
+        agree = (agreed + PRIOR_AGREEMENT * PRIOR_WEIGHT) / (n + PRIOR_WEIGHT)
+        out[who] = float(min(max((1.0 - agree) / 2.0, floor), ceiling))
+    return out

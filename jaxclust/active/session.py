@@ -36,7 +36,16 @@ from jaxclust.metrics.partition import (
 )
 from jaxclust.validation import prng_key
 
-__all__ = ["SessionState", "apply_answer", "plan_resume", "Session", "describe_conflict", "score_samples"]
+__all__ = [
+    "SessionState",
+    "apply_answer",
+    "replay",
+    "plan_resume",
+    "draw",
+    "Session",
+    "describe_conflict",
+    "score_samples",
+]
 
 METRICS = ("v_beta", "v_measure", "homogeneity", "completeness", "vi", "link_accuracy")
 
@@ -145,6 +154,46 @@ def apply_answer(state: SessionState, rec: dict, rate: float) -> tuple[bool, boo
     return kept, changed
 
 
+def replay(state: SessionState, records: list[dict], rates: list[float]) -> None:
+    """Apply ``records`` (each with its error rate in ``rates``) to a state that holds no answer yet (just
+    started or :meth:`~SessionState.reset`): the same state as :func:`apply_answer` on each in turn, but the
+    constraints are built once, in time linear in the number of answers instead of quadratic."""
+    ini = state.constraints
+    if state.answers or ini.dropped:
+        for rec, rate in zip(records, rates, strict=True):
+            apply_answer(state, rec, rate)
+        return
+    prefix = [(i, j, kind) for i, j, kind in ini.pairs] + list(ini.answers)
+    entries: list[tuple] = []
+    for rec, rate in zip(records, rates, strict=True):
+        if rec["answer"] != "unknown":
+            a, b = min(rec["i"], rec["j"]), max(rec["i"], rec["j"])
+            entries.append((a, b, rec["answer"]) if rate <= 0 else (a, b, rec["answer"], rate))
+    cons = Constraints.from_answers(ini.n, prefix + entries, on_conflict="drop")
+    drops, d, e = list(cons.dropped), 0, 0
+    for rec, rate in zip(records, rates, strict=True):
+        a, b, answer = min(rec["i"], rec["j"]), max(rec["i"], rec["j"]), rec["answer"]
+        who, kept = rec.get("annotator"), True
+        if answer == "unknown":
+            state.unknown.add((a, b))
+        elif rate > 0:
+            state.soft.add((a, b))
+            e += 1
+        else:
+            number = len(state.answers) + 1
+            if d < len(drops) and drops[d] == ((a, b), answer):
+                kept, d = False, d + 1
+                state.dropped.append((a, b, answer))
+                before = Constraints.from_answers(ini.n, prefix + entries[:e], on_conflict="drop")
+                state.conflicts.append(state.graph.explain(before, a, b, answer, who, number))
+            else:
+                state.graph.add(a, b, answer == "must", who, number)
+            e += 1
+        state.answers.append({"i": a, "j": b, "answer": answer, "annotator": who, "kept": kept})
+        state.asked += 1
+    state.constraints = cons
+
+
 def plan_resume(answers: list[dict], fits: list[dict], settings: str, n: int, batch: bool):
     """The last fit of an interrupted session and its warm-start state (``(record, init_labels or None)``)
     when the session can be continued exactly; else None (every stored answer is applied and the model
@@ -166,6 +215,19 @@ def plan_resume(answers: list[dict], fits: list[dict], settings: str, n: int, ba
             return None
         init = np.asarray(prev, dtype=np.int64)
     return last, init
+
+
+def draw(learner, model, X, constraints: Constraints, seed: int, warm_from=None, n_burnin=None):
+    """Fit ``model`` to ``X`` under ``constraints`` (warm from ``warm_from`` when given) and read its samples
+    as the learner's propagation says. Returns ``(samples (S, n), components (n,), warm, n_burnin)``: the
+    partitions questions are about (classes unless ``propagation="pairs"``), the model's best sample of
+    components, and whether / with what burn-in the fit was warm-started."""
+    samples, warm, burn = learner._fit(model, X, constraints, seed, warm_from=warm_from, n_burnin=n_burnin)
+    best = getattr(model, "labels_", None)
+    components = samples[0] if best is None else np.asarray(best)
+    if learner.propagation != "pairs":
+        samples = class_samples(X, samples, constraints, learner.propagation == "classes")
+    return samples, components, warm, burn
 
 
 class Session:
@@ -239,13 +301,9 @@ class Session:
         if seed is None:
             seed = self.base_seed + 7919 * st.n_fits
             warm_from = getattr(model, "final_labels_", None) if st.samples is not None else None
-        samples, warm, burn = lrn._fit(
-            model, self.X, st.constraints, seed, warm_from=warm_from, n_burnin=n_burnin
+        samples, st.components, warm, burn = draw(
+            lrn, model, self.X, st.constraints, seed, warm_from, n_burnin
         )
-        best = getattr(model, "labels_", None)
-        st.components = samples[0] if best is None else np.asarray(best)
-        if lrn.propagation != "pairs":
-            samples = class_samples(self.X, samples, st.constraints, lrn.propagation == "classes")
         st.samples, st.stale = samples, False
         if record and self.store is not None:
             final = getattr(model, "final_labels_", None)

@@ -31,6 +31,8 @@ What the store promises:
   a live one never expire however long the person takes. Answering deletes the claim in the same transaction
   that stores the answer. :meth:`AnswerStore.refresh` loads what the other sessions stored since.
   JSON-lines stores take one writer at a time.
+* **One thread at a time.** An ``AnswerStore`` may be used from any thread, but not from two at once: a
+  program that answers from several threads (``jaxclust serve``) holds one lock around every call.
 * **Named errors.** A folder, a missing folder, a file that is not a store, a read-only or damaged SQLite file
   raise :class:`~jaxclust.errors.StoreError` naming the path and what to do, never a raw ``sqlite3`` error; a
   store written by a newer jaxclust is refused the same way.
@@ -85,7 +87,18 @@ from jaxclust.active.store_jsonl import JsonlBackend
 from jaxclust.active.store_sqlite import SqliteBackend
 from jaxclust.errors import InvalidInputError, StoreError, StoreMismatchError
 
-__all__ = ["AnswerStore", "ANSWERS", "Update", "check_store_path", "check_annotator", "default_annotator"]
+#: The fields of an exported answer (:meth:`AnswerStore.export_rows`).
+EXPORT_KEYS = ("i", "j", "answer", "annotator", "kept", "round")
+
+__all__ = [
+    "AnswerStore",
+    "EXPORT_KEYS",
+    "ANSWERS",
+    "Update",
+    "check_store_path",
+    "check_annotator",
+    "default_annotator",
+]
 
 
 class AnswerStore:
@@ -209,6 +222,13 @@ class AnswerStore:
             {**public_record(a), "id": a["id"], "undone": k in undone}
             for k, a in enumerate(self._log.answers)
         ]
+
+    def export_rows(self, include_undone: bool = False) -> list[dict[str, Any]]:
+        """The answers as they are exported (``jaxclust store export``, the web annotator's answers.jsonl):
+        ``i``, ``j``, ``answer``, ``annotator``, ``kept``, ``round`` in the order given; with
+        ``include_undone`` every answer ever stored, with ``undone``."""
+        keys = EXPORT_KEYS + (("undone",) if include_undone else ())
+        return [{k: a[k] for k in keys} for a in self.all_answers if include_undone or not a["undone"]]
 
     @property
     def fits(self) -> list[dict[str, Any]]:

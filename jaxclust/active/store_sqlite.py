@@ -133,8 +133,13 @@ class SqliteBackend:
         into the log; returns the stored meta."""
         existed = self.path.exists() and self.path.stat().st_size > 0
         try:
+            # any thread may use the store (a web server answers from a thread pool); the caller serialises
+            # the calls, as AnswerStore says
             self.conn = sqlite3.connect(
-                str(self.path), timeout=self.busy if self.shared else 0.0, isolation_level=None
+                str(self.path),
+                timeout=self.busy if self.shared else 0.0,
+                isolation_level=None,
+                check_same_thread=False,
             )
             self.opened = file_identity(self.path)
             tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}

@@ -57,6 +57,7 @@ from jaxclust.files import atomic_write
 __all__ = [
     "read_items_csv",
     "run_annotate",
+    "labels_csv",
     "check_annotate_options",
     "make_learner",
     "default_model",
@@ -421,8 +422,8 @@ def run_annotate(
     return summary
 
 
-def _write_labels(path: Path, names: list[str], labels: np.ndarray, texts: list[str] | None = None) -> None:
-    """Write ``name,cluster`` (and ``text`` for texts) atomically (:func:`jaxclust.files.atomic_write`)."""
+def labels_csv(names: list[str], labels: np.ndarray, texts: list[str] | None = None) -> str:
+    """The clustering as CSV text: ``name,cluster`` (and ``text`` for texts), clusters numbered from 0."""
     buf = io.StringIO()
     w = csv.writer(buf)
     clusters = np.unique(labels, return_inverse=True)[1].tolist()
@@ -432,8 +433,13 @@ def _write_labels(path: Path, names: list[str], labels: np.ndarray, texts: list[
     else:
         w.writerow(["name", "cluster", "text"])
         w.writerows(zip(names, clusters, texts, strict=True))
+    return buf.getvalue()
+
+
+def _write_labels(path: Path, names: list[str], labels: np.ndarray, texts: list[str] | None = None) -> None:
+    """Write :func:`labels_csv` atomically (:func:`jaxclust.files.atomic_write`)."""
     try:
-        atomic_write(path, buf.getvalue().encode("utf-8"))
+        atomic_write(path, labels_csv(names, labels, texts).encode("utf-8"))
     except OSError as exc:
         raise StoreError(
             f"labels_out {path}: could not be written ({exc.strerror}); the answers are safe"

@@ -1,6 +1,6 @@
 """The ``jaxclust`` command line (typer): ``info`` and ``--version`` here; ``demo`` and ``annotate`` from
 :mod:`jaxclust.apps.cli_active`, ``experiment`` from :mod:`jaxclust.apps.experiment.cli`, ``store`` from
-:mod:`jaxclust.apps.cli_store`."""
+:mod:`jaxclust.apps.cli_store`, ``serve`` from :mod:`jaxclust.apps.cli_serve`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import typer
 
 from jaxclust.apps.cli_active import annotate, demo
 from jaxclust.apps.cli_common import Command, OneLineErrors
+from jaxclust.apps.cli_serve import serve
 from jaxclust.apps.cli_store import app as store_app
 from jaxclust.apps.experiment.cli import app as experiment_app
 
@@ -71,6 +72,7 @@ def _register() -> None:
 
     app.command(cls=Command, help=demo.__doc__)(demo)
     app.command(cls=Command, help=annotate.__doc__)(annotate)
+    app.command(cls=Command, help=serve.__doc__)(serve)
 
     app.add_typer(experiment_app, name="experiment")
     app.add_typer(store_app, name="store")

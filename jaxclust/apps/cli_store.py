@@ -120,14 +120,13 @@ def export(
         fail("--answers: that is the store itself; choose another file")
     try:
         with one_line_warnings(), _open(store) as s:
-            rows = [a for a in s.all_answers if include_undone or not a["undone"]]
+            rows = s.export_rows(include_undone)
     except JaxclustError as exc:
         fail(str(exc))
-    keys = ("i", "j", "answer", "annotator", "kept", "round") + (("undone",) if include_undone else ())
     try:
         with open(answers, "w", encoding="utf-8") as f:
             for a in rows:
-                f.write(json.dumps({k: a[k] for k in keys}) + "\n")
+                f.write(json.dumps(a) + "\n")
     except OSError as exc:
         fail(f"--answers: cannot write {answers}: {exc.strerror or exc}")
     typer.echo(f"{len(rows)} answers written to {answers}")

@@ -28,7 +28,7 @@ from jaxclust.errors import InvalidInputError, StoreError, StoreMismatchError
 from jaxclust.files import atomic_write
 from jaxclust.validation import check_array
 
-__all__ = ["session_features", "compute_features", "standardise", "features_path"]
+__all__ = ["session_features", "compute_features", "standardise", "features_path", "projection_2d"]
 
 
 def standardise(X: np.ndarray) -> np.ndarray:
@@ -187,3 +187,12 @@ def _saved_features(store, items: Items, model, fingerprint: str) -> np.ndarray:
         )
     _save(path, X)
     return X
+
+
+def projection_2d(X: np.ndarray) -> np.ndarray:
+    """(n, 2) PCA projection (seeded) of the features, for the annotators' figures."""
+    from sklearn.decomposition import PCA
+
+    if X.shape[1] == 1:
+        return np.column_stack([X[:, 0], np.zeros(len(X))])
+    return PCA(n_components=2, random_state=0).fit_transform(X)

@@ -46,7 +46,7 @@ from jaxclust.apps.annotate import (
     make_learner,
 )
 from jaxclust.apps.cache import use_compilation_cache
-from jaxclust.apps.features import compute_features, session_features
+from jaxclust.apps.features import compute_features, projection_2d, session_features
 from jaxclust.errors import InvalidInputError, MissingDependencyError
 
 __all__ = ["NotebookAnnotator", "REPLIES"]
@@ -204,7 +204,7 @@ class NotebookAnnotator:
                 annotator=self.annotator,
                 status=self._status,
             )
-            self._projection = _project(self.X)
+            self._projection = projection_2d(self.X)
             self._build()
             self._start()
         except BaseException:
@@ -474,12 +474,3 @@ class NotebookAnnotator:
     def __repr__(self) -> str:
         where = "over" if self.question is None else f"asking {self.question}"
         return f"NotebookAnnotator({str(self.store.path)!r}, {self.n_answers} answers, {where})"
-
-
-def _project(X: np.ndarray) -> np.ndarray:
-    """2-D PCA projection (seeded) of the features, for the figure."""
-    from sklearn.decomposition import PCA
-
-    if X.shape[1] == 1:
-        return np.column_stack([X[:, 0], np.zeros(len(X))])
-    return PCA(n_components=2, random_state=0).fit_transform(X)

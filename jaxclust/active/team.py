@@ -1,0 +1,456 @@
+"""A session answered by a team at once: questions handed out from a pool, the model refitted in the background.
+
+:class:`TeamSession` is the session logic of ``jaxclust serve``. It is made of the pieces every session uses
+(the answer store, :func:`~jaxclust.active.session.apply_answer`, :func:`~jaxclust.active.session.draw`, the
+strategy registry :func:`~jaxclust.active.selection.pick`) and differs only in how it is driven: answers come
+from several people at once, in any order, and nobody waits for the model.
+
+* **Questions from a pool.** After each fit the learner's strategy ranks ``pool_size`` pairs, best first; an
+  annotator who asks gets the best one nobody else holds and nobody answered since. Asking again before
+  answering gives the same pair (a page reloaded), unless the others' answers settled it meanwhile. Until the
+  first fit is done the pool holds random pairs (seeded), so a team can start at once.
+* **Refits in the background.** A thread refits the model whenever answers came in since its last fit (warm
+  from the last chains) and then replaces the pool; :meth:`TeamSession.answer` never waits for a fit.
+* **Second opinions.** A share ``double`` of the pairs (chosen by a seeded hash of the pair, so a restarted
+  session owes the same ones) goes to a second annotator once someone answered it "same" or "different".
+  Second opinions are handed out before new pairs.
+* **Disagreements are soft.** Where two annotators answered a pair both ways, each of their answers counts as an
+  observation wrong with that annotator's error rate, measured from how often they agree with the others
+  (:func:`~jaxclust.active.agreement.error_rates`); every other answer is used as the learner's ``error_rate``
+  says (a hard constraint by default, dropped and explained if it contradicts the kept ones).
+* **Undo** appends an undo record (nothing is deleted), rebuilds the constraints from the answers in effect
+  and hands the undone pair back to whoever undid it.
+* **Durable.** An answer is in the store (on disk) before :meth:`TeamSession.answer` returns; a restarted
+  session rebuilds everything from the store. Answers other processes add to a shared store are taken in
+  before every fit.
+
+Every method may be called from any thread: one lock guards the state and the store.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from jaxclust.active.agreement import UNNAMED, error_rates
+from jaxclust.active.classes import class_samples
+from jaxclust.active.learner import data_fingerprint
+from jaxclust.active.selection import Round, pick, random_pairs
+from jaxclust.active.session import SessionState, apply_answer, draw, replay
+from jaxclust.active.store import AnswerStore, check_annotator
+from jaxclust.constraints import Constraints
+from jaxclust.errors import InvalidInputError, QuestionError
+from jaxclust.metrics.partition import v_beta
+from jaxclust.validation import check_array
+
+__all__ = ["TeamSession", "Question", "ANSWERS"]
+
+#: The answers :meth:`TeamSession.answer` takes.
+ANSWERS = ("must", "cannot", "unknown")
+
+
+@dataclass(frozen=True)
+class Question:
+    """A pair handed to an annotator: ``i < j``; ``kind`` ``"new"`` or ``"second"`` (a second opinion);
+    ``reason`` why it is asked, in words; ``p_same`` the share of the model's samples that put the two items
+    in one cluster (None before the first fit)."""
+
+    i: int
+    j: int
+    kind: str
+    reason: str
+    p_same: float | None
+
+
+class TeamSession:
+    """Several annotators answering one model's questions at once (see the module docstring).
+
+    Parameters
+    ----------
+    learner : ActiveLearner
+        Its model (cloned), ``strategy``, ``error_rate``, ``propagation``, ``stop_entropy`` and ``block_size``
+        are used; its oracle, store and annotator are not.
+    X : array-like, shape (n, d)
+        The items' features.
+    store : AnswerStore
+        Open; a store that holds answers about other data is refused (``StoreMismatchError``). The session
+        never closes it.
+    n_queries : int or None
+        Stop handing out new pairs once this many answers are in effect (second opinions still go out);
+        None: no limit.
+    double : float
+        Share of the pairs that get a second opinion, in [0, 1].
+    pool_size : int
+        Pairs ranked after each fit.
+    random_state : int
+        Seeds the fits (as the learner's model would be), the random pairs before the first fit and the choice
+        of doubly answered pairs.
+    labels : array of int, optional
+        Gold labels: :meth:`status` then reports the model's V-beta against them (never used to choose).
+
+    Attributes
+    ----------
+    labels_ : ndarray (n,) or None
+        The current clustering (classes of the model's best sample), None before the first fit.
+    n_fits : int
+        Fits done.
+    fit_error : str or None
+        Why the last fit failed (the session goes on with the previous samples, or random pairs).
+    """
+
+    def __init__(
+        self,
+        learner,
+        X,
+        store: AnswerStore,
+        *,
+        n_queries: int | None = None,
+        double: float = 0.1,
+        pool_size: int = 32,
+        random_state: int = 0,
+        labels=None,
+    ):
+        learner._validate(0 if n_queries is None else n_queries)
+        if isinstance(double, bool) or not isinstance(double, int | float) or not 0.0 <= double <= 1.0:
+            raise InvalidInputError(f"double: expected a share of the pairs in [0, 1], got {double!r}")
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise InvalidInputError(f"pool_size: expected a positive integer, got {pool_size!r}")
+        if not isinstance(store, AnswerStore):
+            raise InvalidInputError(f"store: expected an open AnswerStore, got {type(store).__name__}")
+        self.X = check_array(X, name="X", min_rows=2)
+        self.n = self.X.shape[0]
+        store.check_meta({"n": self.n, "fingerprint": data_fingerprint(self.X)})  # the same data as before
+        self.learner, self.store = learner, store
+        self.model = copy.deepcopy(learner.model)
+        self.n_queries, self.double, self.pool_size = n_queries, float(double), int(pool_size)
+        self.seed = int(random_state)
+        self.gold = None if labels is None else np.asarray(labels)
+        self.state = SessionState.start(Constraints.from_answers(self.n, (), on_conflict="drop"))
+        self.lock = threading.RLock()
+        self.labels_: np.ndarray | None = None
+        self.n_fits = 0
+        self.fit_error: str | None = None
+        self.fit_seconds: float | None = None
+        self.max_entropy: float | None = None
+        self.answered_at_fit = -1  # answers in effect the samples saw (-1: no fit yet)
+        self._pool: list[tuple[int, int]] = []
+        self._held: dict[str, Question] = {}  # annotator -> the question they hold
+        self._holder: dict[tuple[int, int], str] = {}
+        self._by_pair: dict[tuple[int, int], dict[str, str]] = {}  # pair -> {annotator: must/cannot}
+        self._second: dict[tuple[int, int], None] = {}  # pairs owed a second opinion, oldest first
+        self._given_back: dict[str, tuple[int, int]] = {}  # annotator -> the pair they undid
+        self._last: dict[str, tuple[int, int]] = {}  # annotator -> the pair they answered last
+        self._double_memo: dict[tuple[int, int], bool] = {}
+        self._final = None  # the chains' last states, to warm-start the next fit
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pool = self._random_pool()
+        with self.lock:
+            self._rebuild()
+
+    # --- the answers in effect ----------------------------------------------------------------------------------
+    def _rate(self, who: str | None, pair: tuple[int, int], rates: dict[str, float] | None) -> float:
+        answers = self._by_pair.get(pair, {})
+        if rates is not None and len(set(answers.values())) > 1:  # answered both ways: soft, by agreement
+            return rates.get(who or UNNAMED, rates.get(UNNAMED, 0.05))
+        return self.learner._rate_of(who)
+
+    def _rebuild(self) -> None:
+        """The state from the store's answers in effect (start, undo, a disagreement, others' answers)."""
+        records = self.store.records
+        self._by_pair = {}
+        for rec in records:
+            if rec["answer"] != "unknown":
+                self._by_pair.setdefault((rec["i"], rec["j"]), {})[rec.get("annotator") or UNNAMED] = rec[
+                    "answer"
+                ]
+        disputed = any(len(set(a.values())) > 1 for a in self._by_pair.values())
+        rates = error_rates(records) if disputed else None
+        self.state.reset()
+        replay(
+            self.state, records, [self._rate(r.get("annotator"), (r["i"], r["j"]), rates) for r in records]
+        )
+        self._second = {p: None for p, a in self._by_pair.items() if len(a) == 1 and self._doubled(*p)}
+        self._wake.set()
+
+    def _doubled(self, i: int, j: int) -> bool:
+        """Whether the pair is one of the ``double`` share asked twice (a seeded hash: the same after a restart)."""
+        got = self._double_memo.get((i, j))
+        if got is None:
+            got = self.double > 0 and np.random.default_rng([self.seed, 7, i, j]).random() < self.double
+            self._double_memo[(i, j)] = got
+        return got
+
+    # --- handing out questions -------------------------------------------------------------------------------
+    def _open(self, p: tuple[int, int]) -> bool:
+        """Nobody holds the pair, nobody answered it, and the answers do not imply it."""
+        st = self.state
+        return (
+            p not in self._holder
+            and p not in self._by_pair
+            and p not in st.unknown
+            and st.constraints.status(*p) is None
+        )
+
+    def _describe(self, p: tuple[int, int], kind: str) -> Question:
+        samples = self.state.samples
+        if kind == "second":
+            first = ", ".join(f"{w}: {a}" for w, a in sorted(self._by_pair[p].items()))
+            reason = f"a second opinion (the share of pairs asked twice measures agreement; {first})"
+            p_same = None if samples is None else float(np.mean(samples[:, p[0]] == samples[:, p[1]]))
+        elif samples is None:
+            reason, p_same = "the model is still starting: a random pair", None
+        else:
+            p_same = float(np.mean(samples[:, p[0]] == samples[:, p[1]]))
+            if p_same in (0.0, 1.0):
+                side = "in one cluster" if p_same == 1.0 else "apart"
+                reason = f"no answer has tested the model's belief that these belong {side}"
+            else:
+                reason = "the model is unsure about this pair"
+        return Question(int(p[0]), int(p[1]), kind, reason, p_same)
+
+    def question(self, annotator: str) -> Question | None:
+        """The question for ``annotator``: the one they hold, else a second opinion they have not given, else
+        the best open pair of the pool. None when nothing is left to ask (see :meth:`status`)."""
+        who = check_annotator(annotator)
+        with self.lock:
+            held = self._held.get(who)
+            if held is not None:
+                if held.kind == "second" or self.state.constraints.status(held.i, held.j) is None:
+                    return held
+                self._release(who)  # others' answers settled it meanwhile
+            back = self._given_back.pop(who, None)
+            if back is not None and self._open(back):
+                return self._hold(who, back, "new", "you undid your answer to this pair")
+            for p in self._second:
+                if p not in self._holder and who not in self._by_pair[p]:
+                    return self._hold(who, p, "second")
+            if self.done:
+                return None
+            for attempt in range(2):
+                while self._pool:
+                    p = self._pool.pop(0)
+                    if self._open(p):
+                        return self._hold(who, p, "new")
+                if attempt == 0:
+                    st = self.state
+                    self._pool, _ = self._rank(st.samples, st.components, st.constraints, self._excluded())
+            return None
+
+    def _hold(self, who: str, p: tuple[int, int], kind: str, reason: str | None = None) -> Question:
+        q = self._describe(p, kind)
+        if reason is not None:
+            q = Question(q.i, q.j, q.kind, reason, q.p_same)
+        self._held[who], self._holder[p] = q, who
+        return q
+
+    @property
+    def done(self) -> bool:
+        """No new pair is handed out: ``n_queries`` answers are in effect, or the model is confident (its
+        highest link entropy, fitted to every answer, below the learner's ``stop_entropy``)."""
+        if self.n_queries is not None and len(self.state.answers) >= self.n_queries:
+            return True
+        stop = self.learner.stop_entropy
+        return (
+            stop is not None
+            and self.max_entropy is not None
+            and self.answered_at_fit == len(self.state.answers)
+            and self.max_entropy < float(stop)
+        )
+
+    # --- answers -------------------------------------------------------------------------------------------------
+    def answer(self, annotator: str, i: int, j: int, answer: str) -> dict[str, Any]:
+        """Store ``annotator``'s answer about the pair they hold and use it. Returns the stored record.
+
+        Raises :class:`~jaxclust.errors.QuestionError` (nothing stored) when they do not hold ``(i, j)``, and
+        ``InvalidInputError`` for an answer that is not one of :data:`ANSWERS`.
+        """
+        who = check_annotator(annotator)
+        if answer not in ANSWERS:
+            raise InvalidInputError(f"answer: expected one of {', '.join(ANSWERS)}, got {answer!r}")
+        p = (min(int(i), int(j)), max(int(i), int(j)))
+        with self.lock:
+            held = self._held.get(who)
+            if held is None or (held.i, held.j) != p:
+                if self._last.get(who) == p:
+                    raise QuestionError(
+                        f"answer: {who} already answered the pair {p[0]}-{p[1]}; nothing more was stored",
+                        already=True,
+                    )
+                mine = "none" if held is None else f"{held.i}-{held.j}"
+                raise QuestionError(
+                    f"answer: {who} was not asked about the pair {p[0]}-{p[1]} (the pair they hold: {mine}); "
+                    "nothing was stored"
+                )
+            others = self._by_pair.get(p, {})
+            rec = {"i": p[0], "j": p[1], "answer": answer, "annotator": who}
+            if others and answer != "unknown":  # a second opinion: the measured agreement changes
+                stored = self.store.append(*p, answer, kept=True, annotator=who)
+                self._release(who)
+                self._rebuild()
+            else:
+                kept, _ = apply_answer(self.state, rec, self._rate(who, p, None))
+                try:
+                    stored = self.store.append(*p, answer, kept=kept, annotator=who)
+                except BaseException:
+                    self._rebuild()  # the state must not hold an answer the store lacks
+                    raise
+                if answer != "unknown":
+                    self._by_pair.setdefault(p, {})[who] = answer
+                self._second.pop(p, None)
+                if answer != "unknown" and not others and self._doubled(*p):
+                    self._second[p] = None
+                self._release(who)
+                self._wake.set()
+            self._last[who] = p
+            return stored
+
+    def _release(self, who: str) -> None:
+        q = self._held.pop(who, None)
+        if q is not None:
+            self._holder.pop((q.i, q.j), None)
+
+    def skip(self, annotator: str) -> None:
+        """Give back the question ``annotator`` holds without answering it (another annotator may get it)."""
+        with self.lock:
+            self._release(check_annotator(annotator))
+
+    def undo(self, annotator: str) -> dict[str, Any] | None:
+        """Undo ``annotator``'s latest answer in effect (an undo record; nothing is deleted) and hand its pair
+        back to them. Returns the undone record, None when they have none."""
+        who = check_annotator(annotator)
+        with self.lock:
+            undone = self.store.undo(who)
+            if undone is not None:
+                self._last.pop(who, None)
+                self._release(who)
+                self._rebuild()
+                self._given_back[who] = (undone["i"], undone["j"])
+            return undone
+
+    # --- the model ----------------------------------------------------------------------------------------------
+    def _random_pool(self) -> list[tuple[int, int]]:
+        return random_pairs(self.seed + 1, self.n, self.pool_size)
+
+    def _excluded(self) -> set[tuple[int, int]]:
+        return set(self._by_pair) | set(self.state.unknown) | set(self._holder)
+
+    def _rank(self, samples, components, constraints, exclude) -> tuple[list[tuple[int, int]], float | None]:
+        """The pool: the strategy's best pairs under ``samples`` (random pairs before the first fit), and the
+        highest link entropy among the unknown pairs when the strategy knows it."""
+        if samples is None:
+            return random_pairs(
+                self.seed + 1 + len(exclude), self.n, self.pool_size, constraints, exclude
+            ), None
+        lrn = self.learner
+        view = Round(
+            samples,
+            constraints,
+            exclude,
+            key=self.seed + 2 + self.n_fits,
+            X=self.X,
+            components=components,
+            block=lrn.block_size,
+            need_entropy=lrn.stop_entropy is not None,
+            split=lrn.propagation == "classes",
+        )
+        # the batch method needs answers between picks: a team's pool is ranked by link entropy instead
+        pairs, h = pick(lrn.strategy if lrn.strategy != "batch" else "entropy", view, self.pool_size)
+        return [(min(i, j), max(i, j)) for i, j in pairs], h
+
+    def refit(self) -> bool:
+        """One fit to the answers in effect now (warm from the last one) and a new pool. Returns False when the
+        samples already saw every answer. The background thread calls this; tests may call it directly."""
+        lrn = self.learner
+        with self.lock:
+            if self.store.shared:
+                news = self.store.refresh()
+                if news.answers or news.undone:
+                    self._rebuild()
+            n_answers = len(self.state.answers)
+            if n_answers == self.answered_at_fit:
+                return False
+            constraints, warm, exclude = self.state.constraints, self._final, self._excluded()
+            seed = self.seed + 7919 * self.n_fits
+        t0 = time.perf_counter()
+        samples, components, _, _ = draw(lrn, self.model, self.X, constraints, seed, warm)
+        final = getattr(self.model, "final_labels_", None)
+        if lrn.propagation == "pairs":
+            labels = components
+        else:
+            labels = class_samples(self.X, components[None], constraints, lrn.propagation == "classes")[0]
+        pool, h = self._rank(samples, components, constraints, exclude)  # the pairs answered since: see _open
+        with self.lock:
+            st = self.state
+            st.samples, st.components = samples, components
+            self._final = None if final is None else np.asarray(final)
+            self.labels_ = np.asarray(labels)
+            self.n_fits += 1
+            self.answered_at_fit = n_answers
+            self._pool, self.max_entropy = pool, h
+            self.fit_seconds = time.perf_counter() - t0
+            self.fit_error = None
+        return True
+
+    def start(self) -> TeamSession:
+        """Start the background thread that refits whenever answers come in (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="jaxclust-team-refit", daemon=True)
+            self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(timeout=1.0)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                self.refit()
+            except Exception as exc:  # noqa: BLE001 - a failed fit must not end the session; it is reported
+                self.fit_error = f"{type(exc).__name__}: {exc}"
+                time.sleep(1.0)
+
+    def close(self, timeout: float | None = 60.0) -> None:
+        """Stop the background thread (after the fit under way); the store stays open (idempotent)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    # --- what a page shows ----------------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """Counts for a progress display: ``n_answers`` (in effect), ``n_queries``, ``per_annotator``
+        (answers in effect each), ``n_second_owed``, ``n_fits``, ``fitting_behind`` (answers the samples have
+        not seen), ``fit_seconds``, ``fit_error``, ``done``, ``n_clusters``, ``conflicts`` (messages), and with
+        gold labels ``v_beta``."""
+        with self.lock:
+            per: dict[str, int] = {}
+            for rec in self.state.answers:
+                who = rec.get("annotator") or UNNAMED
+                per[who] = per.get(who, 0) + 1
+            out = {
+                "n_answers": len(self.state.answers),
+                "n_queries": self.n_queries,
+                "per_annotator": per,
+                "n_second_owed": len(self._second),
+                "n_fits": self.n_fits,
+                "fitting_behind": None
+                if self.answered_at_fit < 0
+                else len(self.state.answers) - self.answered_at_fit,
+                "fit_seconds": self.fit_seconds,
+                "fit_error": self.fit_error,
+                "done": self.done,
+                "n_clusters": None if self.labels_ is None else int(len(np.unique(self.labels_))),
+                "conflicts": [c["message"] for c in self.state.conflicts],
+            }
+            if self.gold is not None and self.labels_ is not None:
+                out["v_beta"] = float(v_beta(self.gold, self.labels_))
+            return out

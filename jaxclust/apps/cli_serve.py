@@ -1,0 +1,113 @@
+"""``jaxclust serve``: the web annotator for a team (registered on the main app in :mod:`jaxclust.apps.cli`).
+
+The pages, the API and the security rules are in :mod:`jaxclust.apps.serve`; the session logic (questions from a
+pool, second opinions, refits in the background) in :mod:`jaxclust.active.team`. Starlette and Uvicorn are the
+optional extra ``jaxclust[serve]``; this module imports neither, so ``jaxclust --help`` stays fast without them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from jaxclust.apps.cache import use_compilation_cache
+from jaxclust.apps.cli_active import ANNOTATE_FLAGS
+from jaxclust.apps.cli_common import COMPILATION_CACHE_OPTION, fail, one_line_warnings
+from jaxclust.errors import JaxclustError
+
+__all__ = ["serve", "SERVE_FLAGS"]
+
+# how error messages name the options: annotate's, and --double
+SERVE_FLAGS = {**ANNOTATE_FLAGS, "double": "--double"}
+
+
+def serve(
+    data: Path = typer.Argument(
+        ...,
+        help="The items: a .txt file (one text per line), a CSV (numbers or a text column), JSON lines, .npy.",
+    ),
+    store: Path = typer.Option(..., "--store", help="Answer store (.sqlite recommended); reused to resume."),
+    host: str = typer.Option(
+        "127.0.0.1",
+        "--host",
+        help="Address to listen on (default: this machine only; any other needs the token).",
+    ),
+    port: int = typer.Option(8000, "--port", help="Port (0: any free port, printed at start)."),
+    token: str = typer.Option(
+        None, "--token", help="Access token (default: none on 127.0.0.1, a random one printed otherwise)."
+    ),
+    double: float = typer.Option(
+        0.1, "--double", help="Share of the pairs asked of two annotators, to measure agreement (0 to 1)."
+    ),
+    n_queries: int = typer.Option(None, "--n-queries", help="Stop asking new pairs at this many answers."),
+    name_column: str = typer.Option(
+        None, "--name-column", help="CSV column (JSON-lines field) naming the items."
+    ),
+    context_column: str = typer.Option(
+        None,
+        "--context-column",
+        help="CSV column shown under each name (an image file path shows the image).",
+    ),
+    ignore_column: list[str] = typer.Option(
+        None, "--ignore-column", metavar="NAME", help="A CSV column that is neither a feature nor shown."
+    ),
+    text_column: str = typer.Option(
+        None, "--text-column", help="CSV column (JSON-lines field) holding texts."
+    ),
+    strategy: str = typer.Option(
+        "explore", "--strategy", help="explore (default), entropy, naive_batch, random."
+    ),
+    stop_entropy: float = typer.Option(
+        0.2, "--stop-entropy", help="Stop asking when every unknown pair's link entropy is below this (nats)."
+    ),
+    n_burnin: int = typer.Option(50, "--n-burnin", help="Sampler burn-in sweeps (first fit)."),
+    n_samples: int = typer.Option(10, "--n-samples", help="Samples per chain."),
+    n_chains: int = typer.Option(4, "--n-chains", help="Sampler chains."),
+    seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
+    compilation_cache: bool = COMPILATION_CACHE_OPTION,
+) -> None:
+    """A web page where a team answers the model's questions together (needs jaxclust[serve])."""
+    for value, flag, low in (
+        (n_burnin, "--n-burnin", 0),
+        (n_samples, "--n-samples", 1),
+        (n_chains, "--n-chains", 1),
+    ):
+        if value < low:
+            fail(f"{flag}: expected {'a positive' if low else 'a non-negative'} integer, got {value}")
+    if seed < 0:
+        fail(f"--seed: expected a non-negative integer, got {seed}")
+    if not 0 <= port <= 65535:
+        fail(f"--port: expected a port number 0..65535, got {port}")
+    if token is not None and len(token) < 8:
+        fail("--token: expected at least 8 characters")
+    try:
+        from jaxclust.apps.serve import run_serve  # loads JAX, Starlette and Uvicorn
+    except ImportError as exc:
+        fail(str(exc))
+    try:
+        with one_line_warnings():
+            use_compilation_cache(compilation_cache)
+            run_serve(
+                data,
+                store,
+                host=host,
+                port=port,
+                token=token,
+                say=lambda text: typer.echo(text),
+                n_queries=n_queries,
+                double=double,
+                strategy=strategy,
+                stop_entropy=stop_entropy,
+                random_state=seed,
+                sampler_options={"n_chains": n_chains, "n_burnin": n_burnin, "n_samples": n_samples},
+                text_column=text_column,
+                name_column=name_column,
+                context_column=context_column,
+                ignore_columns=ignore_column or (),
+                spelled=SERVE_FLAGS,
+            )
+    except JaxclustError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        typer.echo(f"stopped; every acknowledged answer is in {store}")

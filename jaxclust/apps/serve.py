@@ -1,0 +1,819 @@
+"""``jaxclust serve``: the web annotator for a team, over a :class:`~jaxclust.active.team.TeamSession`.
+
+A Starlette application with server-rendered pages (no JavaScript framework; one small script adds the keyboard
+shortcuts):
+
+* ``/``: sign in by name, then the question: both items (name, text, context; an image where an item names an
+  image file), the reason the pair is asked and the model's confidence, the buttons *same cluster* (``m`` or
+  ``1``), *different* (``c`` or ``2``), *don't know* (``n`` or ``3``) and *undo* (``u``), and the progress.
+* ``/clusters``: the current clusters (sizes, a few members each) and a figure of them.
+* ``/agreement``: answers per annotator, agreement per two annotators (Cohen's kappa) and overall
+  (Krippendorff's alpha) on the doubly answered pairs, the error rate each annotator's disputed answers get,
+  and the pairs answered both ways, for review.
+* ``/export/labels.csv`` (``name,cluster[,text]``), ``/export/answers.jsonl`` (with the annotators; ``?all=1``
+  adds the undone answers).
+* A JSON API for scripts: ``GET /api/question``, ``POST /api/answer`` (``{"i", "j", "answer"}``; its reply
+  holds the next question), ``POST /api/undo``, ``GET /api/status``; the annotator is the ``X-Annotator``
+  header (or the sign-in cookie).
+
+Security: :func:`make_app` needs a ``token`` unless the server listens on a loopback address (the command line
+generates one and prints the address with it); the token comes once as ``?token=`` and is kept in a cookie, or
+as ``Authorization: Bearer <token>``. Every item and name is escaped; pages allow scripts and styles from the
+server only (Content-Security-Policy); request bodies are bounded (``max_body`` bytes); a bad request gets a
+4xx page or JSON with a message, an unexpected error a 500 without a trace (the trace goes to the server's log).
+"""
+
+from __future__ import annotations
+
+import hmac
+import html
+import io
+import json
+import logging
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+import numpy as np
+
+from jaxclust.active.agreement import error_rates, store_agreement
+from jaxclust.active.answer_log import is_sqlite_path
+from jaxclust.active.oracles import item_label, shorten
+from jaxclust.active.store import AnswerStore, check_annotator
+from jaxclust.active.team import ANSWERS, Question, TeamSession
+from jaxclust.apps.annotate import (
+    DEFAULT_STOP_ENTROPY,
+    DEFAULT_STRATEGY,
+    check_annotate_options,
+    default_model,
+    labels_csv,
+    make_learner,
+)
+from jaxclust.apps.features import compute_features, projection_2d, session_features
+from jaxclust.apps.items import Items, read_items
+from jaxclust.errors import (
+    InvalidInputError,
+    JaxclustError,
+    MissingDependencyError,
+    QuestionError,
+    StoreError,
+)
+
+try:
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.exceptions import HTTPException
+    from starlette.requests import Request
+    from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+    from starlette.routing import Route
+except ImportError as exc:  # pragma: no cover - the extra is missing
+    raise MissingDependencyError(
+        'jaxclust serve needs Starlette and Uvicorn: pip install "jaxclust[serve]"', name="starlette"
+    ) from exc
+
+__all__ = [
+    "make_app",
+    "open_team",
+    "run_serve",
+    "ItemView",
+    "MAX_BODY",
+    "IMAGE_SUFFIXES",
+    "new_token",
+    "is_loopback",
+]
+
+log = logging.getLogger("jaxclust.serve")
+
+#: Largest request body accepted (bytes): an answer is a few dozen.
+MAX_BODY = 16 * 1024
+#: An item whose text, context or name is a path to an existing file with one of these suffixes is shown as
+#: that image.
+IMAGE_SUFFIXES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif"}
+REPLY_WORDS = {"must": "same cluster", "cannot": "different clusters", "unknown": "don't know"}
+COOKIE_NAME, COOKIE_TOKEN = "jaxclust_annotator", "jaxclust_token"
+
+
+def new_token() -> str:
+    """A random access token (URL-safe, 128 bits)."""
+    return secrets.token_urlsafe(16)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (only this machine can connect)."""
+    return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
+
+
+class ItemView:
+    """How items are shown: name, text, context and image of item ``k``."""
+
+    def __init__(self, items: Items, max_chars: int | None = 600):
+        self.items, self.max_chars = items, max_chars
+        base = items.source.parent if items.source is not None else Path.cwd()
+        self.images: dict[int, Path] = {}
+        for values in (items.texts, items.contexts, items.names):
+            for k, v in enumerate(values or ()):
+                path = Path(str(v).strip())
+                if k in self.images or path.suffix.lower() not in IMAGE_SUFFIXES or len(str(v)) > 4096:
+                    continue
+                path = path if path.is_absolute() else base / path
+                if path.is_file():
+                    self.images[k] = path.resolve()
+
+    def html(self, k: int) -> str:
+        it = self.items
+        parts = [f"<div class=name>{html.escape(item_label(it.names, k, 200))}</div>"]
+        if k in self.images:
+            parts.append(f"<img class=item src='/item/{k}/image' alt='{html.escape(self.images[k].name)}'>")
+        if it.texts is not None and k not in self.images:
+            parts.append(f"<div class=text>{html.escape(shorten(it.texts[k], self.max_chars))}</div>")
+        if it.contexts is not None and it.contexts[k] and k not in self.images:
+            parts.append(f"<div class=context>{html.escape(shorten(it.contexts[k], self.max_chars))}</div>")
+        if it.texts is None and it.contexts is None and it.X is not None:
+            cols = it.columns or [f"x{c}" for c in range(it.X.shape[1])]
+            vals = ", ".join(f"{c}={v:.3g}" for c, v in zip(cols[:8], it.X[k, :8], strict=False))
+            parts.append(f"<div class=context>{html.escape(vals)}</div>")
+        return "".join(parts)
+
+    def plain(self, k: int) -> dict[str, Any]:
+        it = self.items
+        return {
+            "index": k,
+            "name": it.names[k],
+            "text": None if it.texts is None else it.texts[k],
+            "context": None if it.contexts is None else it.contexts[k],
+            "image": f"/item/{k}/image" if k in self.images else None,
+        }
+
+
+STYLE = """
+body{font-family:system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
+nav{background:#243447;color:#fff;padding:.5em 1em;display:flex;gap:1em;align-items:center;flex-wrap:wrap}
+nav a{color:#cde}nav .who{margin-left:auto}main{max-width:70em;margin:1em auto;padding:0 1em}
+.pair{display:flex;gap:1em}.card{flex:1;background:#fff;border:1px solid #ccd;border-radius:6px;padding:1em}
+.name{font-weight:600;margin-bottom:.4em}.conf{color:#445;margin:.2em 0}
+.context{color:#555;font-size:.9em;margin-top:.4em}
+img.item{max-width:100%;max-height:20em}img.small{max-width:26em}.why{color:#445;margin:.6em 0}
+.buttons{display:flex;gap:.6em;margin:1em 0;flex-wrap:wrap}button{font-size:1em;padding:.5em 1em;border-radius:5px;
+border:1px solid #889;cursor:pointer}button.must{background:#d7f0d7}button.cannot{background:#f5d6d6}
+button.unknown{background:#eee}button.undo{background:#fff3cd}kbd{background:#eee;border:1px solid #bbb;
+border-radius:3px;padding:0 .3em;font-size:.85em}.msg{background:#eef4ff;border-left:4px solid #58f;padding:.5em}
+.err{background:#fdecea;border-left:4px solid #d33;padding:.5em}table{border-collapse:collapse;margin:.5em 0}
+td,th{border:1px solid #ccd;padding:.25em .6em;text-align:left;vertical-align:top}.progress{color:#445}
+"""
+
+SCRIPT = """
+(function () {
+  var keys = {m: "must", "1": "must", c: "cannot", "2": "cannot", n: "unknown", "3": "unknown", u: "undo"};
+  var sent = false;
+  document.addEventListener("keydown", function (e) {
+    if (sent || e.ctrlKey || e.metaKey || e.altKey || /^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName)) return;
+    var b = document.querySelector('button[data-key="' + keys[e.key.toLowerCase()] + '"]');
+    if (!b) return;
+    e.preventDefault();
+    sent = true;
+    b.click();
+  });
+})();
+"""
+
+_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; img-src 'self'; style-src 'self'; script-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+class Guard:
+    """ASGI middleware: the access token (when one is set) and the bound on request bodies."""
+
+    def __init__(self, app, token: str | None, max_body: int):
+        self.app, self.token, self.max_body = app, token, max_body
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            return await _plain(send, 413, f"request body too large (at most {self.max_body} bytes)")
+        if self.token is not None:
+            request = Request(scope)
+            given = request.query_params.get("token")
+            auth = headers.get("authorization", "")
+            ok = any(
+                t is not None and hmac.compare_digest(t.encode(), self.token.encode())
+                for t in (
+                    given,
+                    request.cookies.get(COOKIE_TOKEN),
+                    auth[7:] if auth.startswith("Bearer ") else None,
+                )
+            )
+            if not ok:
+                return await _plain(
+                    send, 401, "this server needs its access token: open the address it printed at start"
+                )
+            if given is not None and scope["method"] == "GET":  # keep it in a cookie, out of the address bar
+                rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+                response = RedirectResponse(scope["path"] + (f"?{rest}" if rest else ""), status_code=303)
+                response.set_cookie(COOKIE_TOKEN, self.token, httponly=True, samesite="strict")
+                return await response(scope, receive, send)
+        seen = 0
+
+        async def bounded():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_body:
+                raise HTTPException(413, f"request body too large (at most {self.max_body} bytes)")
+            return message
+
+        return await self.app(scope, bounded, send)
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    """The fields of a posted form (``application/x-www-form-urlencoded``, the pages' only kind), first value
+    of each."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        raise HTTPException(
+            415, f"expected a form (application/x-www-form-urlencoded), got {kind or 'no body type'}"
+        )
+    try:
+        fields = parse_qs((await request.body()).decode("utf-8"), max_num_fields=20, strict_parsing=False)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise HTTPException(400, f"the form could not be read ({exc})") from exc
+    return {k: v[0] for k, v in fields.items()}
+
+
+async def _plain(send, status: int, text: str) -> None:
+    body = text.encode()
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class App:
+    """The pages and the API over one team session (see the module docstring)."""
+
+    def __init__(self, team: TeamSession, view: ItemView, title: str):
+        self.team, self.view, self.title = team, view, title
+        self.messages: dict[str, tuple[str, str]] = {}  # annotator -> (css class, text) shown once
+        self._figure: tuple[int, bytes] | None = None
+        self._projection: np.ndarray | None = None
+
+    # --- who is asking ----------------------------------------------------------------------------------------
+    def who(self, request: Request, required: bool = True) -> str | None:
+        name = request.headers.get("x-annotator") or request.cookies.get(COOKIE_NAME)
+        if name is None:
+            if required:
+                raise HTTPException(
+                    401, "no annotator: sign in on the start page, or send an X-Annotator header"
+                )
+            return None
+        try:
+            return check_annotator(name)
+        except InvalidInputError as exc:
+            raise HTTPException(400, str(exc)) from exc
+
+    # --- pages ---------------------------------------------------------------------------------------------------
+    def page(self, title: str, body: str, who: str | None = None, refresh: int | None = None) -> HTMLResponse:
+        me = (
+            f"<span class=who>answering as <b>{html.escape(who)}</b> "
+            "<form method=post action=/signout style=display:inline><button>change</button></form></span>"
+            if who
+            else ""
+        )
+        meta = f"<meta http-equiv=refresh content={int(refresh)}>" if refresh else ""
+        text = (
+            "<!doctype html><html lang=en><head><meta charset=utf-8>"
+            "<meta name=viewport content='width=device-width, initial-scale=1'>"
+            f"<title>{html.escape(title)} - jaxclust</title><link rel=stylesheet href=/static/style.css>{meta}"
+            f"</head><body><nav><b>jaxclust</b> <span>{html.escape(self.title)}</span> <a href=/>Annotate</a>"
+            "<a href=/clusters>Clusters</a><a href=/agreement>Agreement</a>"
+            f"<a href=/export/labels.csv>labels.csv</a><a href=/export/answers.jsonl>answers.jsonl</a>{me}</nav>"
+            f"<main>{body}</main><script src=/static/keys.js></script></body></html>"
+        )
+        return HTMLResponse(text, headers=_HEADERS)
+
+    def progress(self, who: str) -> str:
+        s = self.team.status()
+        target = f" of {s['n_queries']}" if s["n_queries"] is not None else ""
+        mine = s["per_annotator"].get(who, 0)
+        if s["n_fits"] == 0:
+            model = "the model is starting (its first fit also compiles)"
+        else:
+            behind = s["fitting_behind"]
+            model = f"model fit {s['n_fits']} ({s['fit_seconds']:.1f} s), {s['n_clusters']} clusters" + (
+                f", {behind} answers not yet in it" if behind else ", up to date"
+            )
+        err = (
+            f" <span class=err>last fit failed: {html.escape(s['fit_error'])}</span>"
+            if s["fit_error"]
+            else ""
+        )
+        return (
+            f"<p class=progress><b>{s['n_answers']}</b> answers{target} in effect; {mine} yours; "
+            f"{s['n_second_owed']} second opinions owed; {html.escape(model)}.{err}</p>"
+        )
+
+    async def home(self, request: Request):
+        who = self.who(request, required=False)
+        if who is None:
+            body = (
+                "<h2>Who is answering?</h2><p>Your name is stored with every answer (agreement between "
+                "annotators is measured on the pairs two of you answer).</p>"
+                "<form method=post action=/signin><input name=annotator autofocus required maxlength=100>"
+                " <button>Start</button></form>"
+            )
+            return self.page("sign in", body)
+        q = await run_in_threadpool(self.team.question, who)
+        flash = self.messages.pop(who, None)
+        parts = [f"<div class={flash[0]}>{html.escape(flash[1])}</div>" if flash else "", self.progress(who)]
+        undo = (
+            "<form method=post action=/undo><button class=undo data-key=undo>Undo my last answer <kbd>u</kbd>"
+            "</button></form>"
+        )
+        if q is None:
+            done = self.team.done
+            parts.append(
+                "<h2>Nothing left to ask</h2><p>The session's target is reached, or the model is confident about "
+                "every remaining pair. Undo still works.</p>"
+                if done
+                else "<h2>No question free right now</h2><p>Every open pair is with another annotator; this page "
+                "looks again every few seconds.</p>"
+            )
+            parts.append(undo)
+            return self.page("annotate", "".join(parts), who, refresh=None if done else 3)
+        parts.append(self.question_html(q))
+        parts.append(undo)
+        parts.append(self.overview())
+        return self.page("annotate", "".join(parts), who)
+
+    def question_html(self, q: Question) -> str:
+        conf = (
+            ""
+            if q.p_same is None
+            else f"<p class=conf>The model puts them in one cluster in {q.p_same:.0%} of its samples.</p>"
+        )
+        buttons = "".join(
+            f"<button class={a} name=answer value={a} data-key={a}>{label} <kbd>{key}</kbd></button>"
+            for a, label, key in (
+                ("must", "Same cluster", "m"),
+                ("cannot", "Different", "c"),
+                ("unknown", "Don't know", "n"),
+            )
+        )
+        return (
+            "<h2>Do these two belong in the same cluster?</h2>"
+            f"<div class=pair><div class=card id=item-a>{self.view.html(q.i)}</div>"
+            f"<div class=card id=item-b>{self.view.html(q.j)}</div></div>"
+            f"<p class=why>Asked because {html.escape(q.reason)}.</p>{conf}"
+            f"<form method=post action=/answer><input type=hidden name=i value={q.i}>"
+            f"<input type=hidden name=j value={q.j}><div class=buttons>{buttons}</div></form>"
+        )
+
+    async def signin(self, request: Request):
+        form = await form_of(request)
+        name = str(form.get("annotator", "")).strip()
+        try:
+            check_annotator(name or None)
+        except InvalidInputError as exc:
+            raise HTTPException(400, str(exc)) from exc
+        if not name:
+            raise HTTPException(400, "annotator: give your name")
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(COOKIE_NAME, name, httponly=True, samesite="strict", max_age=30 * 24 * 3600)
+        return response
+
+    async def signout(self, request: Request):
+        who = self.who(request, required=False)
+        if who is not None:
+            await run_in_threadpool(self.team.skip, who)
+        response = RedirectResponse("/", status_code=303)
+        response.delete_cookie(COOKIE_NAME)
+        return response
+
+    def answer_of(self, fields: Any) -> tuple[int, int, str]:
+        try:
+            i, j = int(str(fields.get("i"))), int(str(fields.get("j")))
+        except ValueError as exc:
+            raise HTTPException(400, "i, j: expected the item numbers of the pair asked") from exc
+        answer = fields.get("answer")
+        if answer not in ANSWERS:
+            raise HTTPException(400, f"answer: expected one of {', '.join(ANSWERS)}, got {answer!r}")
+        return i, j, str(answer)
+
+    async def answer(self, request: Request):
+        who = self.who(request)
+        i, j, answer = self.answer_of(await form_of(request))
+        try:
+            await run_in_threadpool(self.team.answer, who, i, j, answer)
+        except QuestionError as exc:
+            if not exc.already:  # a form sent twice is no error
+                self.messages[who] = ("err", str(exc))
+        else:
+            conflicts = self.team.state.conflicts
+            if (
+                conflicts
+                and conflicts[-1]["answer"]["i"] == min(i, j)
+                and conflicts[-1]["answer"]["j"] == max(i, j)
+            ):
+                self.messages[who] = ("msg", conflicts[-1]["message"])
+        return RedirectResponse("/", status_code=303)
+
+    async def undo(self, request: Request):
+        who = self.who(request)
+        undone = await run_in_threadpool(self.team.undo, who)
+        if undone is None:
+            self.messages[who] = ("msg", "Nothing to undo: you have no answer in effect.")
+        else:
+            self.messages[who] = (
+                "msg",
+                f"Undone: {undone['i']}-{undone['j']} ({REPLY_WORDS[undone['answer']]}); the undo is kept in the "
+                "store's history. Here is the pair again.",
+            )
+        return RedirectResponse("/", status_code=303)
+
+    async def clusters(self, request: Request):
+        who = self.who(request, required=False)
+        labels = self.team.labels_
+        if labels is None:
+            return self.page("clusters", "<p>The model's first fit is not done yet.</p>", who, refresh=3)
+        n_clusters = len(np.unique(labels))
+        s = self.team.status()
+        body = (
+            f"<h2>{n_clusters} clusters</h2><p class=progress>From model fit {s['n_fits']}, with "
+            f"{s['n_answers'] - (s['fitting_behind'] or 0)} answers.</p><img src=/clusters.png alt='the clusters'>"
+            + self.cluster_table(labels)
+        )
+        return self.page("clusters", body, who)
+
+    def cluster_table(self, labels: np.ndarray, top: int | None = None, per: int = 5) -> str:
+        """The clusters, largest first (the ``top`` largest), each with its size and first ``per`` members."""
+        names, sizes = np.unique(labels, return_counts=True)
+        items = self.view.items
+        rows = []
+        for rank, c in enumerate(names[np.argsort(-sizes, kind="stable")][:top]):
+            members = np.flatnonzero(labels == c)
+            shown = "<br>".join(
+                html.escape(item_label(items.names, int(k), 80))
+                + (
+                    f" <span class=context>{html.escape(shorten(items.shown[k], 80))}</span>"
+                    if items.shown is not None
+                    else ""
+                )
+                for k in members[:per]
+            )
+            more = f"<br>... and {len(members) - per} more" if len(members) > per else ""
+            rows.append(f"<tr><td>{rank}</td><td>{len(members)}</td><td>{shown}{more}</td></tr>")
+        return (
+            "<table><tr><th>cluster</th><th>items</th><th>first members</th></tr>"
+            + "".join(rows)
+            + "</table>"
+        )
+
+    def overview(self) -> str:
+        """The current clusters under the question: the largest few and the figure."""
+        labels = self.team.labels_
+        if labels is None:
+            return ""
+        k = len(np.unique(labels))
+        more = f" (the 5 largest; <a href=/clusters>all {k}</a>)" if k > 5 else ""
+        return (
+            f"<h3>The clusters now{more}</h3><div class=pair><div>{self.cluster_table(labels, 5, 3)}</div>"
+            "<div><img class=small src=/clusters.png alt='the clusters'></div></div>"
+        )
+
+    async def figure(self, request: Request):
+        labels, n_fits = self.team.labels_, self.team.n_fits
+        if labels is None:
+            raise HTTPException(404, "no clustering yet: the model's first fit is not done")
+        if self._figure is None or self._figure[0] != n_fits:
+            self._figure = (n_fits, await run_in_threadpool(self.draw, labels, n_fits))
+        return Response(self._figure[1], media_type="image/png", headers=_HEADERS)
+
+    def draw(self, labels: np.ndarray, n_fits: int) -> bytes:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        if self._projection is None:
+            self._projection = projection_2d(self.team.X)
+        P = self._projection
+        fig = Figure(figsize=(6, 4.2), layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        codes = np.unique(labels, return_inverse=True)[1]
+        ax.scatter(P[:, 0], P[:, 1], c=codes % 20, cmap="tab20", vmin=0, vmax=19, s=18)
+        ax.set_title(f"{codes.max() + 1} clusters (fit {n_fits})")
+        ax.set_xlabel("PCA 1")
+        ax.set_ylabel("PCA 2")
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=80)
+        return buf.getvalue()
+
+    async def agreement(self, request: Request):
+        who = self.who(request, required=False)
+        records = await run_in_threadpool(self.records)
+        a = store_agreement(records)
+        rates = error_rates(records)
+
+        def num(x: float) -> str:
+            return "undefined" if np.isnan(x) else f"{x:.3f}"
+
+        rows = "".join(
+            f"<tr><td>{html.escape(name)}</td><td>{c['must']}</td><td>{c['cannot']}</td><td>{c['unknown']}</td>"
+            f"<td>{rates.get(name, float('nan')):.3f}</td></tr>"
+            for name, c in sorted(a["annotators"].items())
+        )
+        pairs = "".join(
+            f"<tr><td>{html.escape(p['annotators'][0])} / {html.escape(p['annotators'][1])}</td><td>{p['n']}</td>"
+            f"<td>{p['agreement']:.0%}</td><td>{num(p['kappa'])}</td></tr>"
+            for p in a["pairs"]
+        )
+        names = self.view.items.names
+        review = "".join(
+            f"<tr><td>{html.escape(item_label(names, d['i'], 80))}</td><td>{html.escape(item_label(names, d['j'], 80))}"
+            "</td><td>"
+            + ", ".join(f"{html.escape(w)}: {REPLY_WORDS[x]}" for w, x in sorted(d["answers"].items()))
+            + "</td></tr>"
+            for d in a["disagreements"]
+        )
+        body = (
+            "<h2>Annotators</h2><table><tr><th>annotator</th><th>same</th><th>different</th><th>don't know</th>"
+            f"<th>error rate of a disputed answer</th></tr>{rows}</table>"
+            f"<h2>Agreement</h2><p>{a['doubly_answered']} pairs answered by two or more annotators; "
+            f"Krippendorff's alpha <b id=alpha>{num(a['alpha'])}</b>.</p>"
+            f"<table><tr><th>annotators</th><th>pairs</th><th>alike</th><th>Cohen's kappa</th></tr>{pairs}</table>"
+            f"<h2>Answered both ways ({len(a['disagreements'])})</h2><p>Each of these answers counts as evidence "
+            "wrong with its annotator's error rate.</p>"
+            f"<table><tr><th>item</th><th>item</th><th>answers</th></tr>{review}</table>"
+        )
+        return self.page("agreement", body, who)
+
+    async def labels_file(self, request: Request):
+        labels = self.team.labels_
+        if labels is None:
+            raise HTTPException(404, "no clustering yet: the model's first fit is not done")
+        text = labels_csv(self.view.items.names, labels, self.view.items.texts)
+        return Response(
+            text,
+            media_type="text/csv; charset=utf-8",
+            headers={**_HEADERS, "Content-Disposition": "attachment; filename=labels.csv"},
+        )
+
+    async def answers_file(self, request: Request):
+        every = request.query_params.get("all") in ("1", "true", "yes")
+        rows = await run_in_threadpool(self.export, every)
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+        return Response(
+            text,
+            media_type="application/x-ndjson; charset=utf-8",
+            headers={**_HEADERS, "Content-Disposition": "attachment; filename=answers.jsonl"},
+        )
+
+    async def image(self, request: Request):
+        k = request.path_params["k"]
+        path = self.view.images.get(k)
+        if path is None:
+            raise HTTPException(404, f"item {k} has no image")
+        return FileResponse(path, media_type=IMAGE_SUFFIXES[path.suffix.lower()], headers=_HEADERS)
+
+    def records(self) -> list[dict[str, Any]]:
+        with self.team.lock:
+            return self.team.store.records
+
+    def export(self, every: bool) -> list[dict[str, Any]]:
+        with self.team.lock:
+            return self.team.store.export_rows(every)
+
+    # --- the JSON API --------------------------------------------------------------------------------------------
+    def question_json(self, q: Question | None) -> dict[str, Any] | None:
+        if q is None:
+            return None
+        return {
+            "i": q.i,
+            "j": q.j,
+            "kind": q.kind,
+            "reason": q.reason,
+            "p_same": q.p_same,
+            "items": [self.view.plain(q.i), self.view.plain(q.j)],
+        }
+
+    async def api_question(self, request: Request):
+        who = self.who(request)
+        q = await run_in_threadpool(self.team.question, who)
+        return JSONResponse({"question": self.question_json(q), "done": self.team.done})
+
+    async def api_answer(self, request: Request):
+        who = self.who(request)
+        try:
+            body = json.loads(await request.body())
+        except ValueError as exc:
+            raise HTTPException(400, 'expected a JSON object {"i", "j", "answer"}') from exc
+        if not isinstance(body, dict):
+            raise HTTPException(400, 'expected a JSON object {"i", "j", "answer"}')
+        i, j, answer = self.answer_of(body)
+        stored = await run_in_threadpool(self.team.answer, who, i, j, answer)
+        q = await run_in_threadpool(self.team.question, who)
+        return JSONResponse({"stored": stored, "next": self.question_json(q)})
+
+    async def api_undo(self, request: Request):
+        return JSONResponse({"undone": await run_in_threadpool(self.team.undo, self.who(request))})
+
+    async def api_status(self, request: Request):
+        return JSONResponse(await run_in_threadpool(self.team.status))
+
+
+def _error_page(status: int, text: str, request: Request):
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": text}, status_code=status, headers=_HEADERS)
+    body = (
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>error</title>"
+        f"<link rel=stylesheet href=/static/style.css></head><body><main><p class=err>{html.escape(text)}</p>"
+        "<p><a href=/>back to the questions</a></p></main></body></html>"
+    )
+    return HTMLResponse(body, status_code=status, headers=_HEADERS)
+
+
+def make_app(
+    team: TeamSession,
+    items: Items,
+    *,
+    token: str | None = None,
+    max_body: int = MAX_BODY,
+    title: str | None = None,
+) -> Starlette:
+    """The web annotator (an ASGI application) over ``team``, showing ``items``.
+
+    ``token``: required of every request when given (see the module docstring); ``max_body``: largest request
+    body in bytes; ``title``: shown in the page header (default: the store's file name). The caller starts and
+    closes ``team``.
+    """
+    if len(items) != team.n:
+        raise InvalidInputError(f"items: {len(items)} items, the team session has {team.n}")
+    app = App(team, ItemView(items), title or team.store.path.name)
+
+    async def http_error(request: Request, exc: HTTPException):
+        return _error_page(exc.status_code, str(exc.detail), request)
+
+    async def jaxclust_error(request: Request, exc: JaxclustError):
+        if isinstance(exc, QuestionError):
+            return _error_page(409, str(exc), request)
+        if isinstance(exc, StoreError):
+            log.error("answer store: %s", exc)
+            return _error_page(503, f"{exc} (the answer was not saved)", request)
+        return _error_page(400, str(exc), request)
+
+    async def unexpected(request: Request, exc: Exception):
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return _error_page(500, "internal error: the server's log has the details", request)
+
+    async def static_style(request: Request):
+        return Response(STYLE, media_type="text/css", headers=_HEADERS)
+
+    async def static_keys(request: Request):
+        return Response(SCRIPT, media_type="text/javascript", headers=_HEADERS)
+
+    routes = [
+        Route("/", app.home),
+        Route("/signin", app.signin, methods=["POST"]),
+        Route("/signout", app.signout, methods=["POST"]),
+        Route("/answer", app.answer, methods=["POST"]),
+        Route("/undo", app.undo, methods=["POST"]),
+        Route("/clusters", app.clusters),
+        Route("/clusters.png", app.figure),
+        Route("/agreement", app.agreement),
+        Route("/export/labels.csv", app.labels_file),
+        Route("/export/answers.jsonl", app.answers_file),
+        Route("/item/{k:int}/image", app.image),
+        Route("/api/question", app.api_question),
+        Route("/api/answer", app.api_answer, methods=["POST"]),
+        Route("/api/undo", app.api_undo, methods=["POST"]),
+        Route("/api/status", app.api_status),
+        Route("/static/style.css", static_style),
+        Route("/static/keys.js", static_keys),
+    ]
+    web = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: http_error, JaxclustError: jaxclust_error, Exception: unexpected},
+    )
+    web.add_middleware(Guard, token=token, max_body=int(max_body))
+    web.state.annotator = app
+    return web
+
+
+def open_team(
+    data: str | Path,
+    store: str | Path,
+    *,
+    n_queries: int | None = None,
+    double: float = 0.1,
+    strategy: str = DEFAULT_STRATEGY,
+    stop_entropy: float | None = DEFAULT_STOP_ENTROPY,
+    random_state: int = 0,
+    sampler_options: dict[str, int] | None = None,
+    text_column: str | None = None,
+    name_column: str | None = None,
+    context_column: str | None = None,
+    ignore_columns: Any = (),
+    spelled: dict[str, str] | None = None,
+    model: Any = None,
+) -> tuple[Items, AnswerStore, TeamSession]:
+    """Read the items as ``jaxclust annotate`` does, open the store (an SQLite store shared, so that
+    ``jaxclust store stats`` and ``annotate --shared`` sessions work beside the server) and make the team
+    session (not started). Every option is checked before anything is read or created."""
+    check_annotate_options(
+        data,
+        store,
+        0 if n_queries is None else n_queries,
+        strategy,
+        1,
+        None,
+        stop_entropy,
+        spelled,
+        text_column=text_column,
+        name_column=name_column,
+        context_column=context_column,
+        ignore_columns=ignore_columns,
+    )
+    flag = (spelled or {}).get
+    if isinstance(double, bool) or not isinstance(double, int | float) or not 0.0 <= double <= 1.0:
+        raise InvalidInputError(
+            f"{flag('double', 'double')}: expected a share of the pairs in [0, 1], got {double!r}"
+        )
+    items = read_items(data, text_column, name_column, context_column, spelled, tuple(ignore_columns or ()))
+    featurizer = None
+    if items.kind == "texts":
+        from jaxclust.text import TextFeaturizer
+
+        featurizer = TextFeaturizer()
+    path = Path(store)
+    computed = None
+    if not (path.is_file() and path.stat().st_size > 0):  # a new store: bad items must create nothing
+        computed = compute_features(items, featurizer)
+    answers = AnswerStore(path, shared=is_sqlite_path(path))
+    try:
+        X = session_features(items, answers, featurizer, computed)
+        if model is None:
+            model = default_model(random_state, **(sampler_options or {}))
+        learner = make_learner(
+            model, None, answers, strategy=strategy, random_state=random_state, stop_entropy=stop_entropy
+        )
+        team = TeamSession(learner, X, answers, n_queries=n_queries, double=double, random_state=random_state)
+    except BaseException:
+        answers.close()
+        raise
+    return items, answers, team
+
+
+def run_serve(
+    data: str | Path,
+    store: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    say=print,
+    **options: Any,
+) -> None:
+    """``jaxclust serve``: open the team session (:func:`open_team`, with ``options``) and serve it until
+    interrupted. A host other than a loopback address needs a token: ``token``, or one generated and printed."""
+    import socket
+
+    import uvicorn
+
+    if token is None and not is_loopback(host):
+        token = new_token()
+    items, answers, team = open_team(data, store, **options)
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        # IPPROTO_TCP named: asyncio then sets TCP_NODELAY on each connection (else a reply sent in two writes
+        # waits ~40 ms for the client's delayed acknowledgement)
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            sock.close()
+            raise InvalidInputError(
+                f"--port: cannot listen on {host}:{port} ({exc.strerror or exc})"
+            ) from exc
+        sock.listen(2048)  # connections wait in the backlog until Uvicorn accepts them
+        port = sock.getsockname()[1]
+        web = make_app(team, items, token=token)
+        team.start()
+        shown = f"[{host}]" if ":" in host else host
+        address = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+        say(
+            f"{len(items)} items, {len(answers)} answers in {store}; serving on {address}"
+            + ("" if is_loopback(host) else " (share this address with the team: it holds the access token)")
+        )
+        say("The first fit compiles in the background; questions start at once. Ctrl-C stops the server.")
+        config = uvicorn.Config(web, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        team.close()
+        answers.close()
