@@ -211,6 +211,7 @@ class Constraints:
         "_group_of",
         "_cl_group_keys",
         "_cl_groups",
+        "_cl_items",
         "_groups",
         "_soft",
         "_soft_groups",
@@ -313,21 +314,28 @@ class Constraints:
                 cl_adj.setdefault(rj, {}).setdefault(ri, (i, j))
         self._log = tuple(kept)
         self._dropped = tuple(dropped_now)
+        self._set_groups(np.array([find(x) for x in range(n)]))
+        self._set_cannot(np.array([p for p, must in kept if not must], dtype=np.int64).reshape(-1, 2))
+        self._init_soft(soft)
 
-        roots = np.array([find(x) for x in range(n)])
+    def _set_groups(self, roots: np.ndarray) -> None:
+        """Groups numbered 0..G-1 in order of their first member, from any labelling ``roots`` of them."""
         _, first, inverse = np.unique(roots, return_index=True, return_inverse=True)
         rank = np.empty(len(first), dtype=np.int64)
         rank[np.argsort(first, kind="stable")] = np.arange(len(first))
         self._group_of = rank[inverse].astype(np.int32)
         self._group_of.setflags(write=False)
-        cl = np.array([p for p, must in kept if not must], dtype=np.int64).reshape(-1, 2)
+        self._groups = None
+
+    def _set_cannot(self, cl: np.ndarray) -> None:
+        """The kept cannot-links ``cl`` (m, 2) and their group-level edges under the current groups."""
+        cl.setflags(write=False)
+        self._cl_items = cl
         g = self._group_of[cl] if len(cl) else np.zeros((0, 2), np.int32)
         g = np.unique(np.sort(g, axis=1), axis=0).astype(np.int32) if len(g) else g.astype(np.int32)
         g.setflags(write=False)
         self._cl_groups = g
-        self._cl_group_keys = np.sort(g[:, 0].astype(np.int64) * n + g[:, 1])
-        self._groups = None
-        self._init_soft(soft)
+        self._cl_group_keys = np.sort(g[:, 0].astype(np.int64) * self._n + g[:, 1])
 
     def _init_soft(self, soft: Sequence) -> None:
         """Validate the soft answers and lift them to group-pair log-weights (see the module docstring)."""
@@ -434,11 +442,38 @@ class Constraints:
         return obj
 
     def _with(self, i: int, j: int, must: bool, error_rate: float = 0.0) -> Constraints:
-        obj = Constraints.__new__(Constraints)
+        """This set with one answer more: the same object as building the whole sequence again, in time
+        linear in ``n`` and the cannot-links (the union of two groups, the cannot-link edges relabelled)
+        rather than in every constraint so far."""
         eps = _error_rate(error_rate, "error_rate")
-        log = list(self._log) + ([] if eps > 0 else [((i, j), must)])
-        soft = list(self._soft) + ([((i, j), must, eps)] if eps > 0 else [])
-        obj._init(self._n, log, self._on_conflict, dropped=self._dropped, soft=soft)
+        obj = Constraints.__new__(Constraints)
+        for name in self.__slots__:
+            setattr(obj, name, getattr(self, name))
+        if eps > 0:
+            obj._init_soft(list(self._soft) + [((i, j), must, eps)])
+            return obj
+        kind = _KINDS[must]
+        a, b = _as_pair((i, j), self._n, kind)
+        if ((a, b), must) in self._log or ((b, a), must) in self._log:
+            return obj  # a duplicate of a kept constraint: skipped
+        ga, gb = int(self._group_of[a]), int(self._group_of[b])
+        if (must and ga != gb and self._is_cannot_group(ga, gb)) or (not must and ga == gb):
+            if self._on_conflict == "raise" or a == b:  # the full build raises with the must-link chain
+                obj._init(self._n, [*self._log, ((i, j), must)], self._on_conflict, self._dropped, self._soft)
+                return obj
+            obj._dropped = (*self._dropped, ((a, b), kind))
+            return obj
+        obj._log = (*self._log, ((a, b), must))
+        if must and ga == gb:
+            return obj  # a must-link inside a group: kept, nothing else changes
+        if must:
+            g = self._group_of
+            obj._set_groups(np.where(g == gb, ga, g))
+            obj._set_cannot(self._cl_items)
+        else:
+            obj._set_cannot(np.concatenate([self._cl_items, np.array([[a, b]], dtype=np.int64)]))
+        if self._soft:
+            obj._init_soft(self._soft)  # lifted to the new groups
         return obj
 
     def with_answer(self, i: int, j: int, must: bool | str, error_rate: float = 0.0) -> Constraints:

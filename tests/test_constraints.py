@@ -223,3 +223,41 @@ def test_error_rate_zero_is_a_hard_constraint_and_bad_rates_are_named():
         Constraints.from_answers(4, [(0, 1, "must", 0.7)])
     with pytest.raises(ConstraintError, match=r"must answer \(2, 2\)"):
         Constraints(4).with_answer(2, 2, True, 0.1)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_adding_answers_one_at_a_time_gives_the_set_built_at_once(seed):
+    """with_constraint / with_answer update the groups and cannot-link edges in place of a rebuild: every view
+    must equal the set built from the whole sequence (duplicates, contradictions dropped, soft answers lifted to
+    the groups as they grow)."""
+    rng = np.random.default_rng(seed)
+    n = 12
+    seq = []
+    for _ in range(60):
+        i, j = rng.choice(n, 2, replace=False).tolist()
+        kind = "must" if rng.random() < 0.5 else "cannot"
+        seq.append((i, j, kind) if rng.random() < 0.8 else (i, j, kind, float(rng.choice([0.1, 0.3]))))
+    seq += [seq[3][:3], (seq[5][1], seq[5][0], seq[5][2])]  # exact and reversed duplicates
+    one = Constraints.from_answers(n, (), on_conflict="drop")
+    for step, item in enumerate(seq, 1):
+        one = one.with_answer(*item) if len(item) == 4 else one.with_constraint(*item)
+        whole = Constraints.from_answers(n, seq[:step], on_conflict="drop")
+        assert one.pairs == whole.pairs and one.dropped == whole.dropped and one.answers == whole.answers
+        assert np.array_equal(one.group_of, whole.group_of)
+        assert np.array_equal(one.cannot_link_groups, whole.cannot_link_groups)
+        a, b = np.triu_indices(n, 1)
+        assert np.array_equal(one.status_codes(a, b), whole.status_codes(a, b))
+        for x, y in zip(one.soft_link_groups, whole.soft_link_groups, strict=True):
+            assert np.array_equal(x, y)
+        assert one.log_answer_constant == whole.log_answer_constant
+    assert one.dropped and one.answers and len(one.groups) == one.n_groups
+
+
+def test_a_contradicting_constraint_still_raises_with_its_chain_when_added_one_at_a_time():
+    c = Constraints(4, must_link=[(0, 1), (1, 2)], cannot_link=[(2, 3)])
+    with pytest.raises(ConstraintConflictError, match=r"chain 0 -> 1 -> 2"):
+        c.with_cannot_link(0, 2)
+    with pytest.raises(ConstraintConflictError):
+        c.with_must_link(0, 3)
+    with pytest.raises(ConstraintError, match="cannot be cannot-linked to itself"):
+        c.with_cannot_link(3, 3)
