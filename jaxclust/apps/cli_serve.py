@@ -110,4 +110,5 @@ def serve(
     except JaxclustError as exc:
         fail(str(exc))
     except KeyboardInterrupt:
-        typer.echo(f"stopped; every acknowledged answer is in {store}")
+        pass  # Uvicorn takes the first Ctrl-C itself; a second one lands here
+    typer.echo(f"stopped; every acknowledged answer is in {store}")

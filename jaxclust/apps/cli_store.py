@@ -4,10 +4,11 @@
 the pairs two or more of them answered (Cohen's kappa per two annotators, Krippendorff's alpha overall:
 :func:`jaxclust.active.agreement.store_agreement`); ``--disagreements`` lists the pairs answered both ways,
 ``--json`` prints everything as one JSON object (an undefined kappa or alpha is
-``null``). ``export`` writes the answers, with who gave them, one JSON
-object per line. Neither changes the store's answers. A SQLite store is opened as one more annotator of a
-shared store, so both work while shared sessions run; a store another process holds alone is refused with a
-message that names the process.
+``null``). It also gives each annotator's error rate, the weight their answers get where two annotators
+answered a pair both ways (:func:`jaxclust.active.agreement.error_rates`). ``export`` writes the answers, with
+who gave them, one JSON object per line. Neither changes the store's answers. A SQLite store is opened as one
+more annotator of a shared store, so both work while shared sessions run (``jaxclust serve`` included); a store
+another process holds alone is refused with a message that names the process.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import typer
 
-from jaxclust.active.agreement import store_agreement
+from jaxclust.active.agreement import error_rates, store_agreement
 from jaxclust.active.answer_log import is_sqlite_path
 from jaxclust.active.store import AnswerStore
 from jaxclust.apps.cli_common import Command, Group, fail, one_line_warnings
@@ -60,6 +61,7 @@ def stats(
         with one_line_warnings(), _open(store) as s:
             every = s.all_answers
             agree = store_agreement(s.records)
+            rates = error_rates(s.records)
             n_items = s.meta.get("n")
     except JaxclustError as exc:
         fail(str(exc))
@@ -70,6 +72,7 @@ def stats(
         "undone": sum(a["undone"] for a in every),
         "dropped": sum(not a["kept"] and not a["undone"] for a in every),
         **agree,
+        "error_rates": rates,
     }
     if as_json:
         # an undefined kappa or alpha is null: NaN is not JSON
@@ -103,6 +106,10 @@ def stats(
         typer.echo(
             f"  {a} / {b}: {p['n']} pairs, {p['agreement']:.0%} alike, Cohen's kappa {_number(p['kappa'])}"
         )
+    typer.echo(
+        "Error rate of a disputed answer (from agreement): "
+        + ", ".join(f"{who} {rate:.3f}" for who, rate in sorted(rates.items()))
+    )
     if disagreements:
         for d in agree["disagreements"]:
             said = ", ".join(f"{who}: {ans}" for who, ans in sorted(d["answers"].items()))

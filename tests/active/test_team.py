@@ -224,3 +224,26 @@ def test_replay_gives_the_state_of_applying_the_answers_one_by_one(seed):
         and bulk.constraints.answers == one.constraints.answers
     )
     assert np.array_equal(bulk.constraints.group_of, one.constraints.group_of) and one.dropped
+
+
+class BrokenSampler(StandInSampler):
+    def fit(self, X, constraints=None, init_labels=None, n_burnin=None):
+        raise FloatingPointError("the sampler diverged")
+
+
+def test_a_failing_fit_is_reported_and_questions_go_on(tmp_path):
+    X, _ = blobs(n_per=10)
+    store = AnswerStore(tmp_path / "a.sqlite", shared=True)
+    t = TeamSession(ActiveLearner(BrokenSampler(), None, progress=False), X, store).start()
+    try:
+        deadline = time.monotonic() + 30
+        while t.fit_error is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert t.status()["fit_error"] == "FloatingPointError: the sampler diverged" and t.n_fits == 0
+        q = t.question("alice")
+        assert q is not None and "random pair" in q.reason
+        t.answer("alice", q.i, q.j, "must")
+        assert len(store.records) == 1
+    finally:
+        t.close()
+        store.close()

@@ -45,11 +45,14 @@ def test_stats_counts_answers_per_annotator_and_agreement(store):
         # p_o = 2/3 = p_e, so kappa is 0; cy's undone answer on 0-1 is not counted
         "3 pairs answered by two or more annotators; Krippendorff's alpha 0.000; 1 answered both ways",
         "  ann / bob: 3 pairs, 67% alike, Cohen's kappa 0.000",
+        # (1 - (2 + 0.9 * 10) / (3 + 10)) / 2 = 1/13 for ann and bob; cy shares no pair: the prior's 0.05
+        "Error rate of a disputed answer (from agreement): ann 0.077, bob 0.077, cy 0.050",
         "  0-2: ann: cannot, bob: must",
     ]
     out = json.loads(CliRunner().invoke(app, ["store", "stats", str(store), "--json"]).output)
     assert (out["answers"], out["undone"], out["doubly_answered"], out["disagreements"]) == (8, 1, 3, 1)
     assert out["pairs"] == [{"annotators": ["ann", "bob"], "n": 3, "agreement": 2 / 3, "kappa": 0.0}]
+    assert out["error_rates"] == pytest.approx({"ann": 1 / 13, "bob": 1 / 13, "cy": 0.05})
 
 
 def test_undefined_agreement_is_said_in_words_and_null_in_json(tmp_path):

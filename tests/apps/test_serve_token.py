@@ -1,5 +1,5 @@
 """``jaxclust serve`` on an address other than 127.0.0.1 generates an access token, prints it in the address to
-share, and refuses every request without it."""
+share, and refuses every request without it; ``jaxclust store stats`` reads its store while it runs."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ import pytest
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from jaxclust.apps.cli import app  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _server  # noqa: E402
@@ -34,6 +38,8 @@ def test_a_server_on_all_addresses_needs_the_token_it_printed(tmp_path):
         wrong = urllib.request.Request(local + "/api/status", headers={"Authorization": "Bearer " + "x" * 22})
         with pytest.raises(urllib.error.HTTPError):
             urllib.request.urlopen(wrong)
+        stats = CliRunner().invoke(app, ["store", "stats", str(tmp_path / "answers.sqlite")])
+        assert stats.exit_code == 0 and "0 answers in effect" in stats.output  # beside the running server
     finally:
         out = _server.stop(proc)
     assert "Traceback" not in out
