@@ -124,6 +124,28 @@ def test_a_form_sent_twice_stores_one_answer(served):
             413,
             "too large",
         ),
+        # no length given (chunked): counted as it arrives
+        (
+            "post",
+            "/api/answer",
+            {"headers": {"X-Annotator": "bob"}, "content": iter([b"x" * 9000] * 3)},
+            413,
+            "too large",
+        ),
+        (
+            "post",
+            "/signin",
+            {"data": {"annotator": "x" * 101}},
+            400,
+            "annotator: expected a name of 1 to 100",
+        ),
+        (
+            "post",
+            "/signin",
+            {"content": b"{}", "headers": {"Content-Type": "application/json"}},
+            415,
+            "expected a form",
+        ),
     ],
 )
 def test_bad_requests_get_a_4xx_with_a_message_and_no_trace(served, method, path, kw, status, message):
