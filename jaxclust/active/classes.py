@@ -26,8 +26,7 @@ so an answer inside a component refines it, as COBRAS refines a super-instance (
 
 Answers that may be wrong (error rate ``eps``) add ``+-ln((1 - eps) / eps)`` to the score of joining their
 natural components' classes; class pairs of positive score are joined greedily, best first, so a wrong answer
-is outvoted by later ones. Two items of one natural component whose such answers say "different" on balance
-split it as a cannot-link does (a pair answered "different" once and "same" twice splits nothing).
+is outvoted by later ones.
 
 The class labels of each sample are then the partition the user sees (``ActiveLearner.labels_``), the samples
 from which link entropy is computed, and the structure :func:`component_questions` reads to ask about classes
@@ -174,27 +173,16 @@ class ClassMap(NamedTuple):
     apart: set
 
 
-def _impure(cannot, node, nat, own) -> set[int]:
-    """The components an answer shows to hold two classes: two of its *seeds* (the items answers place there:
-    ``own`` items whose natural component ``nat`` it is) belong to two nodes a "different" verdict (``cannot``:
-    the hard cannot-links and the item pairs whose soft answers say "different" on balance) separates."""
+def _impure(constraints: Constraints, node, nat, own) -> set[int]:
+    """The components a hard answer shows to hold two classes: two of its *seeds* (the items answers place
+    there: ``own`` items whose natural component ``nat`` it is) belong to two nodes a cannot-link separates."""
     comps_of: dict[int, set[int]] = {}
     for i in np.flatnonzero(own):
         comps_of.setdefault(int(node[i]), set()).add(int(nat[i]))
     out: set[int] = set()
-    for a, b in cannot:
+    for a, b in constraints.cannot_link:
         out |= comps_of.get(int(node[a]), set()) & comps_of.get(int(node[b]), set())
     return out
-
-
-def _soft_different(constraints: Constraints) -> list[tuple[int, int]]:
-    """The item pairs whose soft answers, summed (``+-ln((1 - eps) / eps)`` each), say "different"."""
-    net: dict[tuple[int, int], float] = {}
-    for i, j, kind, eps in constraints.answers:
-        w = np.log1p(-eps) - np.log(eps)
-        key = (min(i, j), max(i, j))
-        net[key] = net.get(key, 0.0) + (w if kind == "must" else -w)
-    return [p for p, w in net.items() if w < 0]
 
 
 def _split_impure(X, where, impure, own, nat, labels, var, atom_class):
@@ -248,26 +236,19 @@ def class_map(X: np.ndarray, z, constraints: Constraints | None, split: bool = T
     node = np.where(grouped, group_node[constraints.group_of], comp)
     own = grouped.copy()  # items placed by their natural component, not by where the sample moved them
     solo = np.zeros(0, np.int64)
-    # "different" verdicts that may split a component: the hard cannot-links, and with split the item pairs of
-    # one natural component whose soft answers say "different" on balance (across components the soft answers
-    # vote on the classes below, where many "same" answers outvote one wrong "different")
-    g = constraints.group_of
-    cannot = list(constraints.cannot_link)
-    if split:
-        cannot += [(a, b) for a, b in _soft_different(constraints) if nat[a] == nat[b] and g[a] != g[b]]
-    if split:  # an item a "different" verdict holds, in no must-link group, is a node of its own too
-        for a, b in cannot:
+    if split:  # an item a cannot-link holds, in no must-link group, is a node of its own too
+        for a, b in constraints.cannot_link:
             own[a] = own[b] = True
         solo = np.flatnonzero(own & ~grouped)
         node[solo] = K + len(big) + np.arange(len(solo))
-    impure = _impure(cannot, node, nat, own) if split else set()
+    impure = _impure(constraints, node, nat, own) if split else set()
     # seeds join their natural components; a component whose seeds cannot all be one class (a join refused)
     # is split instead, and the joins are made again without it, until no join is refused
     links = [(int(group_node[g]), int(nat[i])) for g in big for i in constraints.groups[g]]
     links += [(int(node[i]), int(nat[i])) for i in solo]
     while True:
         cls = _Classes(K + len(big) + len(solo))
-        for a, b in cannot:
+        for a, b in constraints.cannot_link:
             cls.separate(int(node[a]), int(node[b]))
         refused = {c for u, c in links if c not in impure and not cls.join(u, c)}
         if not split or not refused:
@@ -275,7 +256,7 @@ def class_map(X: np.ndarray, z, constraints: Constraints | None, split: bool = T
         impure |= refused
     soft = constraints.answers
     if soft:
-        where_soft = np.where(own, node, nat)  # an item a verdict holds alone answers for itself
+        where_soft = np.where(grouped, node, nat)
         score: dict[tuple[int, int], float] = {}
         for i, j, kind, eps in soft:
             a, b = int(where_soft[i]), int(where_soft[j])

@@ -212,25 +212,6 @@ def test_a_cannot_link_inside_a_component_splits_it_by_the_nearest_answered_item
     assert adjusted_rand_score(np.concatenate([HALF, [1] * 4]), m.labels) == 1.0
 
 
-def test_a_soft_different_verdict_inside_a_component_splits_it_and_an_outvoted_one_does_not():
-    """Error rate 0.1: "different" about items 3 and 28 of one component splits it as the cannot-link does;
-    with two "same" answers on the same pair the net verdict is "same" and nothing splits."""
-    z = np.zeros(32, np.int64)
-    soft = class_map(WIDE, z, Constraints.from_answers(32, [(3, 28, "cannot", 0.1)]))
-    hard = class_map(WIDE, z, Constraints(32, cannot_link=[(3, 28)]))
-    assert adjusted_rand_score(HALF, soft.labels) == 1.0 and np.array_equal(soft.labels, hard.labels)
-    voted = [(3, 28, "cannot", 0.1), (3, 28, "must", 0.1), (28, 3, "must", 0.2)]
-    assert len(np.unique(class_map(WIDE, z, Constraints.from_answers(32, voted)).labels)) == 1
-    # across two components a soft "different" is one vote among the class-level ones: two "same" outvote it
-    across = [(0, 8, "must", 0.1), (1, 9, "must", 0.1), (2, 10, "cannot", 0.1)]
-    labels = class_samples(X, BLOB[None], Constraints.from_answers(32, across))[0]
-    assert labels[0] == labels[8] == labels[10] and len(np.unique(labels)) == 3
-    # without the split rule a soft verdict never splits
-    assert (
-        len(np.unique(class_map(WIDE, z, Constraints.from_answers(32, voted[:1]), split=False).labels)) == 1
-    )
-
-
 def test_split_components_keep_every_hard_answer_and_merge_nothing_no_answer_links():
     """Random answers from the two-class truth on one component: every hard answer holds in the labels, each
     item's class is its unit's class, and two answered items share a class only when must-links connect
