@@ -20,7 +20,7 @@ from jax.scipy.special import entr
 from jaxclust.errors import InvalidInputError
 from jaxclust.validation import check_array
 
-__all__ = ["binary_entropy", "coclustering", "link_entropy"]
+__all__ = ["binary_entropy", "coclustering", "link_entropy", "least_squares_sample"]
 
 
 def binary_entropy(p: jax.Array) -> jax.Array:
@@ -50,6 +50,27 @@ def relabel(labels) -> np.ndarray:
     rank = np.empty_like(first)
     np.put_along_axis(rank, np.argsort(first, axis=1, kind="stable"), np.arange(K)[None, :], axis=1)
     return np.take_along_axis(rank, ids, axis=1).reshape(labels.shape)
+
+
+def least_squares_sample(samples) -> int:
+    """The index of the sampled partition (a row of ``samples`` (S, n)) whose Binder loss to the others (the
+    number of item pairs one puts together and the other apart), summed over them, is least: Dahl's (2006)
+    least-squares clustering restricted to the samples, a point estimate that follows what the samples agree on
+    rather than one sample's log joint. Ties go to the first."""
+    z = relabel(np.atleast_2d(np.asarray(samples)))
+    S = z.shape[0]
+    if S == 1:
+        return 0
+    # pairs together in a partition = (sum of squared sizes - n) / 2; in both = the same over their intersections
+    squares = np.array([float((np.bincount(row).astype(np.float64) ** 2).sum()) for row in z])
+    loss = np.zeros(S)
+    for s in range(S):
+        for t in range(s + 1, S):
+            both = np.bincount(z[s] * (int(z[t].max()) + 1) + z[t]).astype(np.float64)
+            d = (squares[s] + squares[t]) / 2.0 - float((both**2).sum())
+            loss[s] += d
+            loss[t] += d
+    return int(np.argmin(loss))
 
 
 def as_samples(samples) -> np.ndarray:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from jaxclust.coclustering import coclustering, relabel
+from jaxclust.coclustering import coclustering, least_squares_sample, relabel
 
 
 def test_relabel_numbers_labels_by_first_appearance_row_by_row():
@@ -26,3 +27,17 @@ def test_coclustering_is_the_fraction_of_samples_that_join_a_pair():
     z = np.array([[0, 0, 1], [0, 1, 1], [2, 2, 2], [0, 1, 0]])
     want = np.mean(z[:, :, None] == z[:, None, :], axis=0)
     np.testing.assert_allclose(np.asarray(coclustering(z)), want, rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_least_squares_sample_minimises_the_summed_binder_loss_by_enumeration(seed):
+    """The chosen row has the least sum over the other rows of the number of item pairs on which the two
+    partitions disagree (together in one, apart in the other), counted pair by pair; ties go to the first."""
+    rng = np.random.default_rng(seed)
+    samples = rng.integers(0, 3, size=(7, 9)) * rng.choice([1, 10], size=(7, 1))  # labels in any numbering
+    samples[5] = samples[2]  # a tie in partition: the first of the two can win, never the second
+    same = samples[:, :, None] == samples[:, None, :]
+    iu = np.triu_indices(9, 1)
+    loss = np.array([sum(int((same[s][iu] != same[t][iu]).sum()) for t in range(7)) for s in range(7)])
+    assert least_squares_sample(samples) == int(np.argmin(loss)) != 5
+    assert least_squares_sample(samples[:1]) == 0

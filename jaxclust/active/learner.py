@@ -190,8 +190,9 @@ class ActiveLearner:
     Attributes
     ----------
     labels_ : ndarray (n,)
-        The session's clustering: the classes of the model's best retained sample (its components with
-        ``propagation="pairs"``).
+        The session's clustering: of the retained samples (their classes; their components with
+        ``propagation="pairs"``), the one closest to the others in Binder loss, i.e. the number of item pairs
+        two partitions disagree on (:func:`jaxclust.coclustering.least_squares_sample`, Dahl 2006).
     history_ : list of dict
         As returned by :meth:`run`.
     constraints_ : Constraints

@@ -26,6 +26,7 @@ from jaxclust.active.classes import class_samples
 from jaxclust.active.entropy import agreeing_samples, top_entropy_pairs
 from jaxclust.active.oracles import SessionStopped, check_reply
 from jaxclust.active.selection import Round, pick
+from jaxclust.coclustering import least_squares_sample
 from jaxclust.constraints import Constraints, shortest_path
 from jaxclust.errors import JaxclustWarning
 from jaxclust.metrics.partition import (
@@ -257,7 +258,9 @@ class Session:
             st.conflicts,
         )
         lrn.constraints_ = st.constraints
-        if st.components is not None:
+        if st.samples is not None and len(st.samples) > 1:
+            lrn.labels_ = np.asarray(st.samples[least_squares_sample(st.samples)])
+        elif st.components is not None:
             lrn.labels_ = (
                 class_samples(self.X, st.components[None], st.constraints, lrn.propagation == "classes")[0]
                 if lrn.propagation != "pairs"

@@ -38,11 +38,11 @@ from typing import Any
 import numpy as np
 
 from jaxclust.active.agreement import UNNAMED, error_rates
-from jaxclust.active.classes import class_samples
 from jaxclust.active.learner import data_fingerprint
 from jaxclust.active.selection import Round, pick, random_pairs
 from jaxclust.active.session import SessionState, apply_answer, draw, replay
 from jaxclust.active.store import AnswerStore, check_annotator
+from jaxclust.coclustering import least_squares_sample
 from jaxclust.constraints import Constraints
 from jaxclust.errors import InvalidInputError, QuestionError
 from jaxclust.metrics.partition import v_beta
@@ -96,7 +96,8 @@ class TeamSession:
     Attributes
     ----------
     labels_ : ndarray (n,) or None
-        The current clustering (classes of the model's best sample), None before the first fit.
+        The current clustering (the retained sample closest to the others, as ``ActiveLearner.labels_``), None
+        before the first fit.
     n_fits : int
         Fits done.
     fit_error : str or None
@@ -381,10 +382,7 @@ class TeamSession:
         t0 = time.perf_counter()
         samples, components, _, _ = draw(lrn, self.model, self.X, constraints, seed, warm)
         final = getattr(self.model, "final_labels_", None)
-        if lrn.propagation == "pairs":
-            labels = components
-        else:
-            labels = class_samples(self.X, components[None], constraints, lrn.propagation == "classes")[0]
+        labels = samples[least_squares_sample(samples)]
         pool, h = self._rank(samples, components, constraints, exclude)  # the pairs answered since: see _open
         with self.lock:
             st = self.state

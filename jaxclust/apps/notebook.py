@@ -262,7 +262,7 @@ class NotebookAnnotator:
 
     @property
     def labels_(self) -> np.ndarray:
-        """The current clustering (the model's best retained sample)."""
+        """The current clustering (the learner's ``labels_``: the retained sample closest to the others)."""
         return np.asarray(self.learner.labels_)
 
     def answer(self, reply: Any) -> tuple[int, int] | None:

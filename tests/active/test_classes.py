@@ -255,3 +255,22 @@ def test_a_component_whose_join_is_refused_is_split_between_its_seeds():
     nearest = seeds[np.argmin((((X[free, None] - X[seeds][None]) ** 2) / var[3]).sum(axis=2), axis=1)]
     np.testing.assert_array_equal(m.labels[free], m.labels[nearest])
     assert len(set(m.labels[free])) == 2
+
+
+def test_the_clustering_shown_is_the_retained_sample_the_others_agree_with():
+    """labels_ is the row of the session's class samples with the least summed Binder loss to the others (here
+    not the model's own best sample, which a noisy stand-in sampler takes to be its first)."""
+    import sys
+    from pathlib import Path
+
+    from jaxclust.coclustering import least_squares_sample, relabel
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _standin import StandInSampler, blobs
+
+    Xb, y = blobs(n_per=10)
+    learner = ActiveLearner(StandInSampler(n_samples=8), GoldOracle(y), progress=False)
+    learner.run(Xb, 3)
+    samples = class_samples(Xb, learner.model_.samples_, learner.constraints_)
+    assert np.array_equal(learner.labels_, samples[least_squares_sample(samples)])
+    assert not np.array_equal(relabel(learner.labels_), relabel(samples[0]))
