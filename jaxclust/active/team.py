@@ -139,7 +139,6 @@ class TeamSession:
         self.fit_seconds: float | None = None
         self.max_entropy: float | None = None
         self.answered_at_fit = -1  # answers in effect the samples saw (-1: no fit yet)
-        self._pool: list[tuple[int, int]] = []
         self._held: dict[str, Question] = {}  # annotator -> the question they hold
         self._holder: dict[tuple[int, int], str] = {}
         self._by_pair: dict[tuple[int, int], dict[str, str]] = {}  # pair -> {annotator: must/cannot}
@@ -151,9 +150,9 @@ class TeamSession:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._pool = self._random_pool()
         with self.lock:
             self._rebuild()
+            self._pool, _ = self._rank(None, None, self.state.constraints, self._excluded())
 
     # --- the answers in effect ----------------------------------------------------------------------------------
     def _rate(self, who: str | None, pair: tuple[int, int], rates: dict[str, float] | None) -> float:
@@ -201,19 +200,17 @@ class TeamSession:
 
     def _describe(self, p: tuple[int, int], kind: str) -> Question:
         samples = self.state.samples
+        p_same = None if samples is None else float(np.mean(samples[:, p[0]] == samples[:, p[1]]))
         if kind == "second":
             first = ", ".join(f"{w}: {a}" for w, a in sorted(self._by_pair[p].items()))
             reason = f"a second opinion (the share of pairs asked twice measures agreement; {first})"
-            p_same = None if samples is None else float(np.mean(samples[:, p[0]] == samples[:, p[1]]))
-        elif samples is None:
-            reason, p_same = "the model is still starting: a random pair", None
+        elif p_same is None:
+            reason = "the model is still starting: a random pair"
+        elif p_same in (0.0, 1.0):
+            side = "in one cluster" if p_same == 1.0 else "apart"
+            reason = f"no answer has tested the model's belief that these belong {side}"
         else:
-            p_same = float(np.mean(samples[:, p[0]] == samples[:, p[1]]))
-            if p_same in (0.0, 1.0):
-                side = "in one cluster" if p_same == 1.0 else "apart"
-                reason = f"no answer has tested the model's belief that these belong {side}"
-            else:
-                reason = "the model is unsure about this pair"
+            reason = "the model is unsure about this pair"
         return Question(int(p[0]), int(p[1]), kind, reason, p_same)
 
     def question(self, annotator: str) -> Question | None:
@@ -336,9 +333,6 @@ class TeamSession:
             return undone
 
     # --- the model ----------------------------------------------------------------------------------------------
-    def _random_pool(self) -> list[tuple[int, int]]:
-        return random_pairs(self.seed + 1, self.n, self.pool_size)
-
     def _excluded(self) -> set[tuple[int, int]]:
         return set(self._by_pair) | set(self.state.unknown) | set(self._holder)
 
