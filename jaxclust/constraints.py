@@ -3,7 +3,8 @@
 Must-links are closed by union-find into *groups* (connected components); a group is the unit a constrained
 sampler moves as one block. Cannot-links are lifted to the group level: group ``U`` may not share a component with
 any of its cannot-link partner groups. The padded partner table ``cannot_partners()`` of shape ``(G, capacity)``
-(``-1`` padding) becomes a mask over component slots inside a jitted sweep.
+(``-1`` padding) becomes a mask over component slots inside a jitted sweep; :meth:`Constraints.partner_rows`
+keeps the width fixed and continues the lists of the few groups with more partners in spill rows.
 
 Answers that may be wrong (soft constraints, Vlachos et al. 2010's suggested extension). An answer on ``(i, j)``
 with error rate ``0 < eps <= 1/2`` is an observation: ``p(must | z_i = z_j) = 1 - eps``,
@@ -28,7 +29,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -160,19 +161,80 @@ def _padded_lists(
     edges: np.ndarray, weights: np.ndarray, rows: int, cap: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each group's partners (both ends of every edge (E, 2)) and the edge weights, in rows padded with -1 / 0:
-    ``(partners (rows, cap) int32, weights (rows, cap) float64)``, partners in increasing order."""
-    partners = np.full((rows, cap), -1, dtype=np.int32)
-    out_w = np.zeros((rows, cap), dtype=np.float64)
+    ``(partners (rows, cap) int32, weights (rows, cap) float64)``, partners in increasing order (``cap`` at
+    least the largest degree)."""
+    table = _spilled_lists(edges, weights, rows, cap, spill_rows=0)
+    return table.partners, table.weights
+
+
+MIN_SPILL_ROWS = 32  # fewest spill rows of a partner table: a session's hubs rarely outgrow them
+
+
+class PartnerRows(NamedTuple):
+    """Each group's partners in a table of fixed width ``w``; a group with more than ``w`` partners (a *hub*)
+    keeps its first ``w`` in its own row and the rest in *spill rows*, ``w`` per row, so the table's shapes
+    change only when the spill rows (a power of two, at least ``MIN_SPILL_ROWS``) run out, not when one group's
+    degree doubles.
+
+    partners : (n_rows, w) int32, -1 padded, increasing
+    weights : (n_rows, w) float64 (``-inf`` a cannot-link, else a soft answer's net log-weight)
+    spill : (S, w) int32, -1 padded; a hub's spill rows are consecutive and follow its row's partners
+    spill_weights : (S, w) float64
+    spill_owner : (S,) int32, the group of each spill row (-1: unused)
+    spill_span : (n_rows, 2) int32, each group's first spill row and number of spill rows
+    """
+
+    partners: np.ndarray
+    weights: np.ndarray
+    spill: np.ndarray
+    spill_weights: np.ndarray
+    spill_owner: np.ndarray
+    spill_span: np.ndarray
+
+
+def spill_capacity(needed: int) -> int:
+    """Spill rows of a partner table that needs ``needed``: a power of two, at least ``MIN_SPILL_ROWS``."""
+    return max(MIN_SPILL_ROWS, next_pow2(int(needed)))
+
+
+def _spilled_lists(
+    edges: np.ndarray, weights: np.ndarray, rows: int, width: int, spill_rows: int | None = None
+) -> PartnerRows:
+    """:func:`_padded_lists` at a fixed ``width``, the partners beyond it in spill rows (:class:`PartnerRows`)."""
+    width = int(width)
+    if width < 1:
+        raise InvalidInputError(f"partner_capacity: expected at least 1 column, got {width}")
+    partners = np.full((rows, width), -1, dtype=np.int32)
+    out_w = np.zeros((rows, width), dtype=np.float64)
+    n_spill = np.zeros(rows, dtype=np.int64)
+    src = dst = ww = rank = np.zeros(0, np.int64)
     if len(edges):
         src = np.concatenate([edges[:, 0], edges[:, 1]])
         dst = np.concatenate([edges[:, 1], edges[:, 0]])
         ww = np.concatenate([weights, weights])
         order = np.lexsort((dst, src))
         src, dst, ww = src[order], dst[order], ww[order]
-        slot = np.arange(len(src)) - np.searchsorted(src, src, side="left")
-        partners[src, slot] = dst
-        out_w[src, slot] = ww
-    return partners, out_w
+        rank = np.arange(len(src)) - np.searchsorted(src, src, side="left")
+        deg = np.bincount(src, minlength=rows)
+        n_spill = -(-np.maximum(deg - width, 0) // width)
+    needed = int(n_spill.sum())
+    S = spill_capacity(needed) if spill_rows is None else int(spill_rows)
+    if S < needed:
+        raise InvalidInputError(f"spill_rows: {S} is fewer than the {needed} spill rows these partners need")
+    start = np.concatenate([[0], np.cumsum(n_spill)[:-1]]).astype(np.int64)
+    spill = np.full((S, width), -1, dtype=np.int32)
+    spill_w = np.zeros((S, width), dtype=np.float64)
+    owner = np.full(S, -1, dtype=np.int32)
+    owner[:needed] = np.repeat(np.arange(rows), n_spill)
+    main = rank < width
+    partners[src[main], rank[main]] = dst[main]
+    out_w[src[main], rank[main]] = ww[main]
+    extra = rank[~main] - width
+    at = start[src[~main]] + extra // width
+    spill[at, extra % width] = dst[~main]
+    spill_w[at, extra % width] = ww[~main]
+    span = np.stack([np.where(n_spill > 0, start, 0), n_spill], axis=1).astype(np.int32)
+    return PartnerRows(partners, out_w, spill, spill_w, owner, span)
 
 
 class Constraints:
@@ -675,6 +737,20 @@ class Constraints:
         e = np.concatenate([self._cl_groups, self._soft_groups])
         w = np.concatenate([np.full(len(self._cl_groups), -np.inf), self._soft_weights])
         return _padded_lists(e, w, rows, cap)
+
+    def partner_rows(
+        self, width: int, n_rows: int | None = None, spill_rows: int | None = None
+    ) -> PartnerRows:
+        """The partners and log-weights of :meth:`partner_table` in a table of fixed ``width``, the partners of
+        groups with more than ``width`` of them continued in spill rows (:class:`PartnerRows`); ``spill_rows``
+        defaults to what they need rounded up by :func:`spill_capacity`."""
+        G = self.n_groups
+        rows = G if n_rows is None else int(n_rows)
+        if rows < G:
+            raise InvalidInputError(f"n_rows: {rows} is fewer than the {G} groups")
+        e = np.concatenate([self._cl_groups, self._soft_groups])
+        w = np.concatenate([np.full(len(self._cl_groups), -np.inf), self._soft_weights])
+        return _spilled_lists(e, w, rows, width, spill_rows)
 
     # queries ------------------------------------------------------------------------------------------------
     def status_codes(self, i: Any, j: Any) -> np.ndarray:

@@ -261,3 +261,38 @@ def test_a_contradicting_constraint_still_raises_with_its_chain_when_added_one_a
         c.with_must_link(0, 3)
     with pytest.raises(ConstraintError, match="cannot be cannot-linked to itself"):
         c.with_cannot_link(3, 3)
+
+
+def _random_answers(n: int, n_answers: int, seed: int) -> Constraints:
+    """Random hard and soft answers on ``n`` items, a few hubs among them."""
+    rng = np.random.default_rng(seed)
+    answers = []
+    for _ in range(n_answers):
+        i = int(rng.integers(0, 3)) if rng.random() < 0.5 else int(rng.integers(0, n))  # items 0-2 are hubs
+        j = int(rng.integers(0, n))
+        if i != j:
+            eps = [0.0, 0.1, 0.3][rng.integers(0, 3)]
+            answers.append((i, j, "must" if rng.random() < 0.2 else "cannot", eps))
+    return Constraints.from_answers(n, answers, on_conflict="drop")
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 8])
+@pytest.mark.parametrize("seed", range(4))
+def test_partner_rows_hold_each_groups_partners_as_the_wide_table(width, seed):
+    c = _random_answers(30, 60, seed)
+    partners, weights = c.partner_table(n_rows=30)
+    t = c.partner_rows(width, n_rows=30)
+    assert t.partners.shape == (30, width) and t.spill.shape[0] >= 32 and t.spill.shape[1] == width
+    for g in range(30):
+        first, count = t.spill_span[g]
+        assert (t.spill_owner[first : first + count] == g).all()
+        got = np.concatenate([t.partners[g], t.spill[first : first + count].ravel()])
+        got_w = np.concatenate([t.weights[g], t.spill_weights[first : first + count].ravel()])
+        want, want_w = partners[g][partners[g] >= 0], weights[g][partners[g] >= 0]
+        assert got[got >= 0].tolist() == want.tolist()  # the same partners, in the same increasing order
+        np.testing.assert_array_equal(got_w[got >= 0], want_w)
+        assert count == max(0, -(-(len(want) - width) // width))
+    assert (t.spill_owner >= 0).sum() == t.spill_span[:, 1].sum()
+    assert (t.spill[t.spill_owner < 0] == -1).all()
+    with pytest.raises(InvalidInputError, match="spill_rows"):
+        c.partner_rows(1, n_rows=30, spill_rows=0)

@@ -274,9 +274,9 @@ def shard_data(
     n = X.shape[0]
     n_local = -(-n // n_shards)
     n_pad = n_local * n_shards
-    group_of, n_groups, partners, partner_w, colour, n_colours = gibbs.layout(
-        constraints, n, partner_capacity
-    )
+    # no spill rows: they would be read across devices; the table's width grows with the largest degree
+    group_of, n_groups, table, colour, n_colours = gibbs.layout(constraints, n, partner_capacity, spill=False)
+    partners, partner_w = table.partners, table.weights
     _check_same_everywhere(_fingerprints(X, group_of, partners, partner_w, family))
     row_sharding = NamedSharding(mesh, P(name))
     index_of = row_sharding.addressable_devices_indices_map((n_pad,))
@@ -318,6 +318,10 @@ def shard_data(
         valid=rows_of(np.arange(n) < n_groups, False, bool),
         partners=rows_of(partners, -1, np.int32),
         partner_w=rows_of(partner_w, 0.0, np_dtype),
+        spill=jnp.asarray(table.spill),
+        spill_w=jnp.asarray(table.spill_weights, dtype),
+        spill_owner=jnp.asarray(table.spill_owner),
+        spill_span=rows_of(table.spill_span, 0, np.int32),
         group_of=jnp.asarray(group_of),
         n_items=jnp.asarray(n, dtype),
         log_const=jnp.asarray(log_const, dtype),

@@ -7,8 +7,10 @@ slot k holding n_k items (Neal 2000, Alg. 3, extended to blocks; docs/algorithms
     P(z_G = new) ∝ α · Γ(m) · p(X_G)                           (the first empty slot)
 
 Cannot-links are a mask over slots gathered from the padded partner lists, so the sweep is the same code with
-or without constraints and runs under ``vmap`` over chains. Soft answers (answers wrong with probability eps,
-:class:`jaxclust.Constraints`) ride in the same table as log-weights: slot k's log weight gains
+or without constraints and runs under ``vmap`` over chains. The lists have a fixed width; a group with more
+partners continues its list in spill rows (:class:`jaxclust.constraints.PartnerRows`), read only when that group
+is drawn, so answers that pile up on one group do not change the compiled shapes. Soft answers (answers wrong
+with probability eps, :class:`jaxclust.Constraints`) ride in the same table as log-weights: slot k's log weight gains
 ``sum over the group's answered partners in k of w``, ``w = +-ln((1 - eps) / eps)`` (+ must, - cannot); the
 partners outside k contribute the same factor to every option and drop out, and "new" gains 0. Group arrays
 are padded to ``n`` rows (padded rows have size 0 and never move), so adding constraints between rounds keeps
@@ -34,13 +36,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-from jaxclust.constraints import MIN_PARTNER_CAPACITY
+from jaxclust.constraints import MIN_PARTNER_CAPACITY, Constraints
 from jaxclust.constraints import partner_capacity as capacity_for
 from jaxclust.dpmm import rows as _rows
 from jaxclust.dpmm.alpha import escobar_west
 
 __all__ = [
     "partner_terms",
+    "spill_terms",
     "answer_log_likelihood",
     "GroupData",
     "GibbsState",
@@ -63,6 +66,10 @@ class GroupData(NamedTuple):
     partners : (n_rows, cap) int32 group-level partners (cannot-links and soft answers), -1 padded
     partner_w : (n_rows, cap) float log-weight of each partner: -inf for a cannot-link, the answers' net
         ``ln((1 - eps) / eps)`` (+ for must, - for cannot) for soft answers (:class:`jaxclust.Constraints`)
+    spill : (S, cap) int32 the partners of groups with more than ``cap``, continued (-1 padded; S may be 0)
+    spill_w : (S, cap) float their log-weights
+    spill_owner : (S,) int32 the group of each spill row (-1: unused)
+    spill_span : (n_rows, 2) int32 each group's first spill row and number of spill rows
     group_of : (n_items,) int32 group of each item
     n_items : () float, N (for the CRP normaliser and the alpha update)
     log_const : () float, a z-independent constant of the log joint (multinomial coefficients)
@@ -76,6 +83,10 @@ class GroupData(NamedTuple):
     valid: jax.Array
     partners: jax.Array
     partner_w: jax.Array
+    spill: jax.Array
+    spill_w: jax.Array
+    spill_owner: jax.Array
+    spill_span: jax.Array
     group_of: jax.Array
     n_items: jax.Array
     log_const: jax.Array
@@ -122,9 +133,9 @@ def prepare(
     family : a prepared family (``family.check(X)`` already applied)
     dtype : float dtype of the statistics
     partner_capacity : int, optional
-        Width of the cannot-link partner table (default: the largest degree rounded up to a power of two, and at
-        least ``MIN_PARTNER_CAPACITY``, so an unconstrained fit and the first active-learning rounds share one
-        compiled sweep); a fixed width keeps the compiled sweep across rounds of added constraints.
+        Width of the partner table (default ``MIN_PARTNER_CAPACITY``); groups with more partners continue in
+        spill rows, whose number (a power of two, at least ``MIN_SPILL_ROWS``) is the only shape that grows
+        with the constraints.
     log_jacobian : float
         Added to the log joint, e.g. to report it in the user's units when ``X`` was rescaled
         (:func:`jaxclust.dpmm.model.prepare_data`).
@@ -132,7 +143,7 @@ def prepare(
         Also compute the log-likelihood features of the parallel sampler (``family.loglik_features``).
     """
     n = X.shape[0]
-    group_of, n_groups, partners, partner_w, colour, n_colours = layout(constraints, n, partner_capacity)
+    group_of, n_groups, table, colour, n_colours = layout(constraints, n, partner_capacity)
     stats = family.group_stats(X, group_of, n)
     log_const = float(np.sum(stats.coef)) if hasattr(stats, "coef") else 0.0
     log_const += float(log_jacobian) + (0.0 if constraints is None else constraints.log_answer_constant)
@@ -142,8 +153,12 @@ def prepare(
     return GroupData(
         stats=stats,
         valid=jnp.asarray(np.arange(n) < n_groups),
-        partners=jnp.asarray(partners),
-        partner_w=jnp.asarray(partner_w, dtype),
+        partners=jnp.asarray(table.partners),
+        partner_w=jnp.asarray(table.weights, dtype),
+        spill=jnp.asarray(table.spill),
+        spill_w=jnp.asarray(table.spill_weights, dtype),
+        spill_owner=jnp.asarray(table.spill_owner),
+        spill_span=jnp.asarray(table.spill_span),
         group_of=jnp.asarray(group_of),
         n_items=jnp.asarray(n, dtype),
         log_const=jnp.asarray(log_const, dtype),
@@ -153,21 +168,18 @@ def prepare(
     )
 
 
-def layout(constraints, n: int, partner_capacity: int | None = None):
-    """Host-side group layout of ``n`` items: ``(group_of (n,), n_groups, partners (n, cap), partner_w (n,
-    cap), colour (n,), n_colours)`` (see :class:`GroupData` and :func:`prepare`)."""
+def layout(constraints, n: int, partner_capacity: int | None = None, spill: bool = True):
+    """Host-side group layout of ``n`` items: ``(group_of (n,), n_groups, table, colour (n,), n_colours)``,
+    ``table`` a :class:`jaxclust.constraints.PartnerRows` (see :class:`GroupData` and :func:`prepare`).
+    ``spill=False``: no spill rows; the width grows to the largest degree (a power of two) instead."""
+    cap = partner_capacity or MIN_PARTNER_CAPACITY
     if constraints is None:
-        group_of = np.arange(n, dtype=np.int32)
-        partners = np.full((n, partner_capacity or MIN_PARTNER_CAPACITY), -1, dtype=np.int32)
-        return group_of, n, partners, np.zeros(partners.shape), np.zeros(n, np.int32), 1
-    group_of = np.asarray(constraints.group_of, dtype=np.int32)
-    cap = partner_capacity
-    degree = constraints.max_partner_degree
-    if cap is None or cap < degree:  # unset or outgrown: the geometric default
-        cap = capacity_for(degree)
-    partners, partner_w = constraints.partner_table(cap, n_rows=n)
+        constraints = Constraints(n)
+    if not spill:
+        cap = max(cap, capacity_for(constraints.max_partner_degree))
+    table = constraints.partner_rows(cap, n_rows=n, spill_rows=None if spill else 0)
     colour, n_colours = constraints.colouring(n)
-    return group_of, constraints.n_groups, partners, partner_w, colour, n_colours
+    return constraints.group_of.astype(np.int32), constraints.n_groups, table, colour, n_colours
 
 
 def _dim(stats) -> int:
@@ -193,17 +205,35 @@ def partner_terms(partner_slot, partner_w, slot_ids):
     return forbidden, soft
 
 
+def spill_terms(z, data: GroupData, slot_ids):
+    """:func:`partner_terms` of every spill row added onto its group's row: ``(forbidden (n_rows, K), soft
+    (n_rows, K))``, from all groups' slots ``z`` (n_rows,). Only for rows on one device (spill rows are not
+    split over devices: :func:`layout` with ``spill=False`` gives none)."""
+    n_rows, K = z.shape[0], slot_ids.shape[0]
+    q = data.spill
+    slot = jnp.where(q >= 0, z[jnp.maximum(q, 0)], -1)
+    forbidden, soft = jax.vmap(partner_terms, (0, 0, None))(slot, data.spill_w, slot_ids)  # (S, K)
+    owner = jnp.where(data.spill_owner >= 0, data.spill_owner, n_rows)  # unused rows drop out
+    return (
+        jnp.zeros((n_rows, K), bool).at[owner].max(forbidden, mode="drop"),
+        jnp.zeros((n_rows, K), soft.dtype).at[owner].add(soft, mode="drop"),
+    )
+
+
 def answer_log_likelihood(z, data: GroupData, rows=None) -> jax.Array:
     """The ``z``-dependent part of ``ln p(answers | z)``: the soft weights of partner pairs sharing a slot
     (each pair seen from both ends, so halved). Cannot-links (``-inf``) are satisfied in every valid state.
     ``rows``: the rows are split over devices (partners' labels are all-gathered, the sum reduced)."""
     if rows is not None and not rows.partners:
         return jnp.zeros((), data.partner_w.dtype)
-    p = data.partners
-    same = (p >= 0) & (_rows.gather(z, rows)[jnp.maximum(p, 0)] == z[:, None]) & data.valid[:, None]
-    return _rows.psum(
-        0.5 * jnp.sum(jnp.where(same & ~jnp.isneginf(data.partner_w), data.partner_w, 0.0)), rows
-    )
+    p, z_all = data.partners, _rows.gather(z, rows)
+    same = (p >= 0) & (z_all[jnp.maximum(p, 0)] == z[:, None]) & data.valid[:, None]
+    total = 0.5 * jnp.sum(jnp.where(same & ~jnp.isneginf(data.partner_w), data.partner_w, 0.0))
+    if data.spill.shape[0]:  # one device only (see spill_terms)
+        q, owner = data.spill, data.spill_owner
+        same = (q >= 0) & (owner[:, None] >= 0) & (z[jnp.maximum(q, 0)] == z[jnp.maximum(owner, 0)][:, None])
+        total = total + 0.5 * jnp.sum(jnp.where(same & ~jnp.isneginf(data.spill_w), data.spill_w, 0.0))
+    return _rows.psum(total, rows)
 
 
 def log_joint(counts, slots, alpha, data: GroupData, family, z=None, rows=None) -> jax.Array:
@@ -251,6 +281,10 @@ def pad_capacity(state: GibbsState, family, capacity: int) -> GibbsState:
 def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> GibbsState:
     """One sweep: every group once in a random order, then (optionally) alpha, then an exact refresh.
 
+    Groups with spill rows (hubs) are visited after the others, in a random order of their own: a second, short
+    scan whose steps read spill rows, so the steps of all other groups carry no loop over them. The order
+    depends on the constraints, never on the state, so each step stays a Gibbs update of the same posterior.
+
     Parameters
     ----------
     key : PRNG key
@@ -277,12 +311,18 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
     log_alpha = jnp.log(state.alpha)
     neg_inf = jnp.asarray(-jnp.inf, dtype)
 
-    def step(carry, xs):
+    n_spill_rows = data.spill.shape[0]
+    # rows each scan moves: the first leaves hubs to the second (one gather per step, as without spill rows)
+    movable = data.valid & (data.spill_span[:, 1] == 0) if n_spill_rows else data.valid
+    movable_hub = data.valid & (data.spill_span[:, 1] > 0)
+
+    def step(carry, xs, hubs: bool):
         z, counts, slots, overflow = carry
         g, u = xs
+        g = jnp.maximum(g, 0)  # the hub list's padding (-1) is a no-op step
         gs = jax.tree.map(lambda a: a[g], data.stats)
         m = gs.size
-        valid = data.valid[g]
+        valid = movable_hub[g] & (xs[0] >= 0) if hubs else movable[g]
         k_old = z[g]
         # remove the group from its slot (an emptied slot is reset to the prior exactly)
         c_old = counts[k_old] - m
@@ -306,6 +346,17 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
         partners = data.partners[g]
         partner_slot = jnp.where(partners >= 0, z[jnp.maximum(partners, 0)], -1)
         forbidden, soft = partner_terms(partner_slot, data.partner_w[g], slot_ids)
+        if hubs:  # a hub's further partners: a loop over its spill rows
+            first, n_spill = data.spill_span[g, 0], data.spill_span[g, 1]
+
+            def more(i, acc):
+                q = data.spill[first + i]
+                f, w = partner_terms(
+                    jnp.where(q >= 0, z[jnp.maximum(q, 0)], -1), data.spill_w[first + i], slot_ids
+                )
+                return acc[0] | f, acc[1] + w
+
+            forbidden, soft = jax.lax.fori_loop(0, n_spill, more, (forbidden, soft))
         logits = jnp.where(forbidden, neg_inf, log_w + family.log_pred(slots, gs, counts, table) + soft)
         logits = jnp.where(valid, logits, jnp.where(slot_ids == k_old, 0.0, neg_inf))
         overflow = overflow | (valid & ~has_empty)
@@ -319,7 +370,19 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
         return (z, counts, slots, overflow), None
 
     carry = (state.z, state.counts, state.slots, state.overflow)
-    (z, _, _, overflow), _ = jax.lax.scan(step, carry, (order, us))
+    carry, _ = jax.lax.scan(lambda c, x: step(c, x, False), carry, (order, us))
+    if n_spill_rows:
+        # the hubs: each is the owner of the first of its spill rows; other rows and unused ones pad with -1
+        rows = jnp.arange(n_spill_rows)
+        owner = data.spill_owner
+        first = (owner >= 0) & (data.spill_span[jnp.maximum(owner, 0), 0] == rows)
+        k_hub_order, k_hub_u = jax.random.split(jax.random.fold_in(k_u, 1))
+        hubs = jnp.where(first, owner, -1)[
+            jnp.argsort(jax.random.uniform(k_hub_order, (n_spill_rows,)) + 2.0 * ~first)
+        ]
+        u_hubs = jax.random.uniform(k_hub_u, (n_spill_rows,), dtype=dtype)
+        carry, _ = jax.lax.scan(lambda c, x: step(c, x, True), carry, (hubs, u_hubs))
+    z, _, _, overflow = carry
     return finish(k_alpha, z, state._replace(overflow=overflow), data, family, alpha_prior)
 
 

@@ -58,7 +58,13 @@ def iterate(
     if spec.sampler == "subcluster" and not spec.constrained:
         # no cannot-links or answers (run_chains checks): a partner table of width 0 drops their terms from the
         # traced program, where a table of -1s would still be read every sweep
-        data = data._replace(partners=data.partners[:, :0], partner_w=data.partner_w[:, :0])
+        data = data._replace(
+            partners=data.partners[:, :0],
+            partner_w=data.partner_w[:, :0],
+            spill=data.spill[:0],
+            spill_w=data.spill_w[:0],
+            spill_owner=data.spill_owner[:0],
+        )
     k_main, k_alpha, *k_sm = jax.random.split(key, 2 + spec.split_merge)
     moves = jnp.zeros((len(splitmerge.MOVES),), jnp.int32)
     for r in range(spec.split_merge):

@@ -193,7 +193,9 @@ def sample(
     init_labels : array, shape (n_chains, n) or (n,), optional
         Start of each chain (e.g. a previous fit's ``final_labels_``); repaired to satisfy the constraints.
     partner_capacity : int, optional
-        Width of the padded cannot-link partner table (see :func:`jaxclust.dpmm.gibbs.prepare`).
+        Width of the padded partner table of cannot-links and soft answers (default 8); a group with more
+        partners continues in spill rows (see :func:`jaxclust.dpmm.gibbs.prepare`). Split over devices
+        (``mesh``) the table has no spill rows and widens to the largest degree instead.
     dtype : float dtype of the sampler's arithmetic (float32 by default; statistics are centred).
     progress : bool
         A progress bar over blocks of iterations.

@@ -279,6 +279,18 @@ def split_merge(
         p_part = _rows.gather(part, rows)[jnp.maximum(partners, 0)]
         cross = has & ~hard & (p_lab // 2 == pair[:, None]) & (p_part != part[:, None])
         w_cross = 0.5 * _rows.segment_sum(jnp.sum(jnp.where(cross, weights, 0.0), -1), pseg, n_pairs, rows)
+        if data.spill.shape[0]:  # hubs' further partners (one device only: gibbs.spill_terms)
+            q, owner = data.spill, jnp.maximum(data.spill_owner, 0)
+            has = (q >= 0) & ((data.spill_owner >= 0) & valid[owner])[:, None]
+            q_lab = jnp.where(has, lab[jnp.maximum(q, 0)], -1)
+            hard = jnp.isneginf(data.spill_w)
+            at_pair = has & (q_lab // 2 == pair[owner][:, None])
+            across = at_pair & hard & (q_lab != lab[owner][:, None])
+            cross = at_pair & ~hard & (part[jnp.maximum(q, 0)] != part[owner][:, None])
+            seg = jnp.where(data.spill_owner >= 0, pseg[owner], n_pairs)
+            blocked = blocked | (jax.ops.segment_max(jnp.any(across, -1), seg, n_pairs + 1)[:n_pairs] > 0)
+            w_spill = jnp.sum(jnp.where(cross, data.spill_w, 0.0), -1)
+            w_cross = w_cross + 0.5 * jax.ops.segment_sum(w_spill, seg, n_pairs + 1)[:n_pairs]
         log_ratio = log_ratio - w_cross
     else:
         blocked = jnp.zeros((n_pairs,), bool)

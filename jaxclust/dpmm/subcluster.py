@@ -115,6 +115,9 @@ def restricted_step(
             hit = p_slot[:, col : col + 1] == slot_ids[None, :]
             forbidden = forbidden | (hit & hard[:, col : col + 1])
             soft = soft + jnp.where(hit & ~hard[:, col : col + 1], weights[:, col : col + 1], 0.0)
+        if data.spill.shape[0]:
+            f_spill, s_spill = gibbs.spill_terms(z, data, slot_ids)
+            forbidden, soft = forbidden | f_spill, soft + s_spill
         u = _rows.uniform(jax.random.fold_in(k_u, c), z.shape, dtype, rows)
         new = categorical(jnp.where(forbidden, -jnp.inf, logits + soft), u)
         return jnp.where(movable & (data.colour == c) & (new >= 0), new, z)

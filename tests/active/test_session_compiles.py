@@ -1,5 +1,5 @@
-"""Compile once: after an active session's first question, new answers compile nothing (while no group's
-cannot-link partners outgrow the padded table), counted with ``jax.monitoring``."""
+"""Compile once: after an active session's first question, new answers compile nothing, counted with
+``jax.monitoring`` (a group whose partners outgrow the table's width: tests/dpmm/test_dpmm_sampler.py)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_answers_after_the_first_question_compile_nothing():
             asked += 1
     except StopIteration:
         pass
-    assert asked >= 10 and learner.constraints_.max_degree <= 8  # the table kept its width
+    assert asked >= 10
     assert chains.TRACE_COUNTER["block"] == traces, "the sampler was traced again during the session"
     assert len(_COMPILES) == compiles, (
         f"{len(_COMPILES) - compiles} programs compiled after the second question"

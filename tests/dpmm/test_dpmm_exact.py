@@ -227,11 +227,47 @@ def test_subcluster_sampler_keeps_the_exact_posterior(case, alpha_prior):
     assert moved_fraction(samples, start) > 0.5
 
 
+# item 0 a hub of four partners (hard and soft); with a partner table one column wide, three of them are read
+# from spill rows, in the Gibbs sweep, the parallel step, the split-merge blocking and weights and the log joint
+HUB = Constraints.from_answers(
+    6,
+    [
+        (0, 1, "cannot"),
+        (0, 2, "cannot", 0.2),
+        (0, 3, "must", 0.1),
+        (0, 4, "cannot"),
+        (4, 5, "must", 0.3),
+        (1, 5, "cannot", 0.25),
+    ],
+)
+
+
+@pytest.mark.parametrize("sampler", ["collapsed", "subcluster"])
+def test_partners_in_spill_rows_keep_the_exact_posterior(sampler):
+    assert HUB.partner_rows(1, n_rows=6).spill_span[0].tolist() == [0, 3]
+    kw = {"partner_capacity": 1, "sampler": sampler}
+    if sampler == "subcluster":
+        parts, exact = exact_posterior(X6, HUB, alpha=0.8)
+        kw["init_labels"] = exact_draws(parts, exact, N_CHAINS, seed=1)
+    check_against_exact(HUB, None, **kw)
+
+
 X5 = X6[:5]
 CASES5 = {
     "none": None,
     "both": Constraints(5, must_link=[(0, 1)], cannot_link=[(1, 2), (3, 4)]),
     "soft": Constraints.from_answers(5, [(0, 4, "must", 0.05), (1, 2, "cannot", 0.2), (3, 4, "cannot", 0.1)]),
+    # a hub (item 0: a cannot-link and three soft answers) read from spill rows (a table one column wide)
+    "hub": Constraints.from_answers(
+        5,
+        [
+            (0, 1, "cannot"),
+            (0, 2, "must", 0.2),
+            (0, 3, "cannot", 0.15),
+            (0, 4, "must", 0.3),
+            (2, 3, "cannot"),
+        ],
+    ),
 }
 
 
@@ -262,7 +298,7 @@ def _split_merge_alone(case, spec):
     start = exact_draws(parts, exact, N_CHAINS, seed=2)
     prepared = prepare_data(X5, NormalGamma(**PRIOR))
     family = prepared.family.astype(np.float32)
-    data = gibbs.prepare(prepared.X, constraints, family)
+    data = gibbs.prepare(prepared.X, constraints, family, partner_capacity=1 if case == "hub" else None)
     groups = [chains.repair_labels(z, constraints) for z in start]
     labels = np.zeros((N_CHAINS, 5), np.int32)
     labels[:, : len(groups[0])] = np.stack(groups)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy.special import gammaln
 
 from jaxclust import DPMM, Constraints
-from jaxclust.dpmm import NormalGamma, chains, repair_labels, sample
+from jaxclust.dpmm import NormalGamma, chains, gibbs, repair_labels, sample
 from jaxclust.errors import ConstraintConflictError, ConstraintError, InvalidInputError
 
 RNG = np.random.default_rng(1)
@@ -196,6 +196,20 @@ def test_new_constraints_do_not_recompile():
     assert chains.TRACE_COUNTER["block"] == before
 
 
+@pytest.mark.parametrize("sampler", ["collapsed", "subcluster"])
+def test_a_hub_outgrowing_the_table_width_does_not_recompile(sampler):
+    """One item cannot-linked to 5, then 12, then 20 others (past the table's 8 and 16 columns): its further
+    partners go to spill rows, so the warm refits reuse the compiled block."""
+    hub = lambda d: Constraints(28, cannot_link=[(0, j) for j in range(1, d + 1)])  # noqa: E731
+    m = DPMM(alpha=1.0, sampler=sampler, **KW).fit(X28, hub(5))
+    before = chains.TRACE_COUNTER["block"]
+    for degree in (12, 20):
+        c = hub(degree)
+        m.fit(X28, c, init_labels=m.final_labels_)
+        assert all(c.check_assignment(z) == [] for z in m.samples_.reshape(-1, 28))
+    assert chains.TRACE_COUNTER["block"] == before
+
+
 def test_errors_name_the_culprit():
     X = X12.copy()
     X[3, 1] = np.nan
@@ -311,3 +325,30 @@ def test_categorical_draw_by_inversion_matches_the_probabilities():
     freq = np.bincount(k[:M], minlength=len(logits)) / M
     np.testing.assert_allclose(freq, p, atol=1.0 / M + 1e-6)
     assert k[M] == 1 and k[M + 1] == 5  # u = 0: the first possible column; u -> 1: the last one
+
+
+def test_spill_rows_sample_as_a_wide_table_does():
+    """Item 0 cannot-linked to eight others and answered softly about two: a table one column wide reads nine
+    of its partners from spill rows. The parallel sampler draws with the same key what it draws from a table
+    wide enough for all (the collapsed sweep visits hubs last, so its draws differ: its law is checked by
+    enumeration in test_dpmm_exact), and the log joint of any state, soft answers included, agrees."""
+    answers = [(0, j, "cannot") for j in range(3, 11)] + [(0, 1, "must", 0.1), (0, 11, "cannot", 0.2)]
+    answers += [(5, 6, "must", 0.3), (2, 4, "cannot")]
+    c = Constraints.from_answers(12, answers)
+    runs = [
+        sample(5, X12, c, alpha=2.0, capacity=16, sampler="subcluster", partner_capacity=w, **KW)
+        for w in (1, 16)
+    ]
+    np.testing.assert_array_equal(runs[0].samples, runs[1].samples)
+    np.testing.assert_allclose(runs[0].log_joint, runs[1].log_joint, rtol=1e-5)
+    collapsed = sample(5, X12, c, alpha=2.0, capacity=16, partner_capacity=1, **KW)
+    family = NormalGamma.from_data(X12)
+    data = [gibbs.prepare(X12, c, family, partner_capacity=w) for w in (1, 16)]
+    together = np.arange(12)
+    together[[1, 11]] = 0  # the hub with its soft partners in its row (1) and in a spill row (11)
+    for z in [together, *collapsed.samples.reshape(-1, 12)[:8]]:
+        assert c.check_assignment(z) == []
+        zg = np.zeros(12, np.int32)
+        zg[c.group_of] = z  # group rows: a group's items share a label
+        joint = [float(gibbs.init(zg, d, family, 2.0, 16).log_joint) for d in data]
+        assert joint[0] == pytest.approx(joint[1], rel=1e-6)
