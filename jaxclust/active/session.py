@@ -30,6 +30,7 @@ from jaxclust.coclustering import least_squares_sample
 from jaxclust.constraints import Constraints, shortest_path
 from jaxclust.errors import JaxclustWarning
 from jaxclust.metrics.partition import (
+    adjusted_rand_index,
     homogeneity_completeness_v_measure,
     pairwise_link_accuracy,
     v_beta,
@@ -48,14 +49,16 @@ __all__ = [
     "score_samples",
 ]
 
-METRICS = ("v_beta", "v_measure", "homogeneity", "completeness", "vi", "link_accuracy")
+METRICS = ("v_beta", "v_measure", "homogeneity", "completeness", "vi", "link_accuracy", "ari")
 
 
 def score_samples(samples, labels) -> dict[str, float]:
     """Partition metrics of each sampled partition against gold ``labels``, averaged over the samples.
 
-    Returns ``v_beta``, ``v_measure``, ``homogeneity``, ``completeness``, ``vi`` (nats) and ``link_accuracy``
-    (fraction of item pairs whose same/different status matches the gold standard), plus ``n_clusters``.
+    Returns ``v_beta``, ``v_measure``, ``homogeneity``, ``completeness``, ``vi`` (nats), ``link_accuracy``
+    (fraction of item pairs whose same/different status matches the gold standard) and ``ari`` (adjusted Rand
+    index: 0 for all singletons, where V-beta and link accuracy stay high when the classes are small), plus
+    ``n_clusters``.
     """
 
     samples = np.atleast_2d(np.asarray(samples))
@@ -70,11 +73,13 @@ def score_samples(samples, labels) -> dict[str, float]:
                 c,
                 variation_of_information(labels, z),
                 pairwise_link_accuracy(labels, z),
+                adjusted_rand_index(labels, z),
                 len(np.unique(z)),
             )
         )
     mean = np.mean(np.array(rows, dtype=np.float64), axis=0)
-    return {**{k: float(m) for k, m in zip(METRICS, mean[:6], strict=True)}, "n_clusters": float(mean[6])}
+    n = len(METRICS)
+    return {**{k: float(m) for k, m in zip(METRICS, mean[:n], strict=True)}, "n_clusters": float(mean[n])}
 
 
 class Diverged(Exception):  # noqa: N818 - control flow: a replayed answer is not about the pair asked

@@ -230,9 +230,19 @@ def test_score_samples_matches_scikit_learn():
             + skm.mutual_info_score(p, p)
             - 2 * skm.mutual_info_score(GOLD, p)
         )
-        rows.append([skm.v_measure_score(GOLD, p, beta=beta), v, h, c, vi, skm.rand_score(GOLD, p)])
+        rows.append(
+            [
+                skm.v_measure_score(GOLD, p, beta=beta),
+                v,
+                h,
+                c,
+                vi,
+                skm.rand_score(GOLD, p),
+                skm.adjusted_rand_score(GOLD, p),
+            ]
+        )
     want = np.mean(rows, axis=0)
-    keys = ["v_beta", "v_measure", "homogeneity", "completeness", "vi", "link_accuracy"]
+    keys = ["v_beta", "v_measure", "homogeneity", "completeness", "vi", "link_accuracy", "ari"]
     np.testing.assert_allclose([got[k] for k in keys], want, rtol=1e-10)
 
 
