@@ -281,8 +281,8 @@ def pad_capacity(state: GibbsState, family, capacity: int) -> GibbsState:
 def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> GibbsState:
     """One sweep: every group once in a random order, then (optionally) alpha, then an exact refresh.
 
-    Groups with spill rows (hubs) are visited after the others, in a random order of their own: a second, short
-    scan whose steps read spill rows, so the steps of all other groups carry no loop over them. The order
+    Groups with spill rows (hubs) are visited after the others, in a random order of their own: a loop over
+    exactly the hubs whose steps read spill rows, so the steps of all other groups carry no loop over them. The order
     depends on the constraints, never on the state, so each step stays a Gibbs update of the same posterior.
 
     Parameters
@@ -372,7 +372,8 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
     carry = (state.z, state.counts, state.slots, state.overflow)
     carry, _ = jax.lax.scan(lambda c, x: step(c, x, False), carry, (order, us))
     if n_spill_rows:
-        # the hubs: each is the owner of the first of its spill rows; other rows and unused ones pad with -1
+        # the hubs: each is the owner of the first of its spill rows, in a random order, then -1 padding; a
+        # loop over exactly the hubs (their count is the data's, the same for every chain), none without hubs
         rows = jnp.arange(n_spill_rows)
         owner = data.spill_owner
         first = (owner >= 0) & (data.spill_span[jnp.maximum(owner, 0), 0] == rows)
@@ -381,7 +382,9 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
             jnp.argsort(jax.random.uniform(k_hub_order, (n_spill_rows,)) + 2.0 * ~first)
         ]
         u_hubs = jax.random.uniform(k_hub_u, (n_spill_rows,), dtype=dtype)
-        carry, _ = jax.lax.scan(lambda c, x: step(c, x, True), carry, (hubs, u_hubs))
+        carry = jax.lax.fori_loop(
+            0, jnp.sum(first), lambda i, c: step(c, (hubs[i], u_hubs[i]), True)[0], carry
+        )
     z, _, _, overflow = carry
     return finish(k_alpha, z, state._replace(overflow=overflow), data, family, alpha_prior)
 
