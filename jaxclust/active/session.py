@@ -263,7 +263,7 @@ class Session:
             st.conflicts,
         )
         lrn.constraints_ = st.constraints
-        if st.samples is not None and len(st.samples) > 1:
+        if st.samples is not None and len(st.samples):
             lrn.labels_ = np.asarray(st.samples[least_squares_sample(st.samples)])
         elif st.components is not None:
             lrn.labels_ = (

@@ -172,7 +172,7 @@ def layout(constraints, n: int, partner_capacity: int | None = None, spill: bool
     """Host-side group layout of ``n`` items: ``(group_of (n,), n_groups, table, colour (n,), n_colours)``,
     ``table`` a :class:`jaxclust.constraints.PartnerRows` (see :class:`GroupData` and :func:`prepare`).
     ``spill=False``: no spill rows; the width grows to the largest degree (a power of two) instead."""
-    cap = partner_capacity or MIN_PARTNER_CAPACITY
+    cap = MIN_PARTNER_CAPACITY if partner_capacity is None else partner_capacity
     if constraints is None:
         constraints = Constraints(n)
     if not spill:

@@ -287,10 +287,10 @@ def split_merge(
             at_pair = has & (q_lab // 2 == pair[owner][:, None])
             across = at_pair & hard & (q_lab != lab[owner][:, None])
             cross = at_pair & ~hard & (part[jnp.maximum(q, 0)] != part[owner][:, None])
-            seg = jnp.where(data.spill_owner >= 0, pseg[owner], n_pairs)
-            blocked = blocked | (jax.ops.segment_max(jnp.any(across, -1), seg, n_pairs + 1)[:n_pairs] > 0)
+            seg = jnp.where(data.spill_owner >= 0, pseg[owner], n_pairs)  # unused rows: no pair
+            blocked = blocked | (_rows.segment_max(jnp.any(across, -1), seg, n_pairs, None) > 0)
             w_spill = jnp.sum(jnp.where(cross, data.spill_w, 0.0), -1)
-            w_cross = w_cross + 0.5 * jax.ops.segment_sum(w_spill, seg, n_pairs + 1)[:n_pairs]
+            w_cross = w_cross + 0.5 * _rows.segment_sum(w_spill, seg, n_pairs, None)
         log_ratio = log_ratio - w_cross
     else:
         blocked = jnp.zeros((n_pairs,), bool)

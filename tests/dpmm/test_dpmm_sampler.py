@@ -225,6 +225,8 @@ def test_errors_name_the_culprit():
         DPMM(alpha_prior=(1.0,), **KW).fit(X12)
     with pytest.raises(InvalidInputError, match="prior"):
         DPMM(prior="gaussian", **KW).fit(X12)
+    with pytest.raises(InvalidInputError, match="partner_capacity: expected at least 1 column, got 0"):
+        sample(0, X12, None, partner_capacity=0, **KW)
 
 
 def test_far_from_origin_same_samples_as_centred():
