@@ -1,5 +1,6 @@
-"""Benchmark: chain-point-updates per second of jaxclust's collapsed Gibbs sweep vs a straightforward NumPy
-collapsed Gibbs of the same model (diagonal Normal-Gamma DPMM, fixed alpha), both timed in the same run.
+"""Benchmark: chain-point-updates per second of jaxclust's collapsed sampler (an iteration: a split-merge round
+and a Gibbs sweep, as ``DPMM().fit`` runs it; ``--split-merge 0``: the sweep alone) vs a straightforward NumPy
+collapsed Gibbs sweep of the same model (diagonal Normal-Gamma DPMM, fixed alpha), both timed in the same run.
 
 The NumPy reference is what one writes by hand: one Python step per item, vectorised over the occupied
 components (plus the new one), float64, per-component posterior parameters updated incrementally.
@@ -33,8 +34,11 @@ from scipy.special import gammaln
 
 from jaxclust.dpmm.kernels import Kernel
 
-# the NumPy reference is a plain Gibbs sweep: compare with the same kernel (no split-merge rounds)
-GIBBS_ONLY = Kernel("collapsed", split_merge=0)
+
+def kernel(split_merge: int) -> Kernel:
+    """Our iteration: ``split_merge`` rounds (1: what ``DPMM().fit`` runs, the compile-once issue's target; 0:
+    the Gibbs sweep alone, the NumPy reference's own iteration) and the collapsed Gibbs sweep."""
+    return Kernel("collapsed", split_merge=split_merge)
 
 
 def make_data(n: int, d: int, k: int = 10, seed: int = 0) -> np.ndarray:
@@ -132,16 +136,17 @@ def time_numpy(X, prior, alpha, sweeps):
     return len(X) * sweeps / dt, int((ref.n > 0).sum())
 
 
-def time_jax(X, prior, alpha, n_chains, sweeps, capacity):
+def time_jax(X, prior, alpha, n_chains, sweeps, capacity, spec):
     import jax
     import jax.numpy as jnp
 
-    from jaxclust.dpmm import chains, gibbs
+    from jaxclust.dpmm import chains
+    from jaxclust.dpmm import state as _state
     from jaxclust.dpmm.model import prepare_data
 
     prepared = prepare_data(X, prior)
     fam = prepared.family.astype(jnp.float32)
-    data = gibbs.prepare(prepared.X, None, fam)
+    data = _state.prepare(prepared.X, None, fam)
     rng = np.random.default_rng(0)
     z = jnp.asarray(rng.integers(0, 10, (n_chains, len(X))), jnp.int32)
     states = chains._init_states(z, data, fam, jnp.float32(alpha), capacity=capacity)
@@ -150,14 +155,14 @@ def time_jax(X, prior, alpha, n_chains, sweeps, capacity):
     keys = jax.random.split(jax.random.key(0), n_chains)
     t = time.perf_counter()
     out = chains._run_block(
-        keys, states, data, fam, ap, jnp.asarray(sweeps), jnp.asarray(0), n_sweeps=sweeps, spec=GIBBS_ONLY
+        keys, states, data, fam, ap, jnp.asarray(sweeps), jnp.asarray(0), n_sweeps=sweeps, spec=spec
     )
     jax.block_until_ready(out)
     compile_and_first = time.perf_counter() - t
     states = out[0]
     t = time.perf_counter()
     out = chains._run_block(
-        keys, states, data, fam, ap, jnp.asarray(sweeps), jnp.asarray(0), n_sweeps=sweeps, spec=GIBBS_ONLY
+        keys, states, data, fam, ap, jnp.asarray(sweeps), jnp.asarray(0), n_sweeps=sweeps, spec=spec
     )
     jax.block_until_ready(out)
     dt = time.perf_counter() - t
@@ -166,22 +171,23 @@ def time_jax(X, prior, alpha, n_chains, sweeps, capacity):
     return n_chains * len(X) * sweeps / dt, compile_and_first, overflow, k_occ
 
 
-def time_jax_auto(X, prior, alpha, n_chains, sweeps):
+def time_jax_auto(X, prior, alpha, n_chains, sweeps, spec):
     """Our side as ``DPMM().fit`` runs it: ``run_chains`` with the default capacity policy (no hand-picked
     slots). Returns the rate of the timed call, the warm-up wall time, the final capacity, the growths and
     overflow redos (warm-up + timed), and the mean occupied count."""
     import jax
     import jax.numpy as jnp
 
-    from jaxclust.dpmm import chains, gibbs
+    from jaxclust.dpmm import chains
+    from jaxclust.dpmm import state as _state
     from jaxclust.dpmm.model import prepare_data
 
     prepared = prepare_data(X, prior)
     fam = prepared.family.astype(jnp.float32)
-    data = gibbs.prepare(prepared.X, None, fam)
+    data = _state.prepare(prepared.X, None, fam)
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 10, (n_chains, len(X)))  # the NumPy reference's starting law
-    kw = dict(alpha=alpha, alpha_prior=None, n_burnin=0, n_samples=1, thin=sweeps, spec=GIBBS_ONLY)
+    kw = dict(alpha=alpha, alpha_prior=None, n_burnin=0, n_samples=1, thin=sweeps, spec=spec)
     t = time.perf_counter()
     warm = chains.run_chains(jax.random.key(0), data, fam, labels, **kw)
     # a second warm-up from the first one's end compiles the capacity the timed call starts at
@@ -208,6 +214,13 @@ def main(argv=None):
         "with that many slots",
     )
     p.add_argument("--sweeps", type=int, default=4)
+    p.add_argument(
+        "--split-merge",
+        type=int,
+        default=1,
+        help="split-merge rounds per iteration of ours (default 1, as DPMM().fit; 0: the Gibbs sweep alone, "
+        "the measurement of the rounds before 2026-11-26)",
+    )
     p.add_argument("--numpy-sweeps", type=int, default=2)
     p.add_argument("--no-scale", action="store_true")
     p.add_argument("--quick", action="store_true")
@@ -238,6 +251,8 @@ def main(argv=None):
     alpha = 1.0
     auto = args.capacity == "auto"
     capacity = None if auto else int(args.capacity)
+    spec = kernel(args.split_merge)
+    results["split_merge"] = args.split_merge
     summary = []
 
     def one(n, d, chain_list):
@@ -247,11 +262,11 @@ def main(argv=None):
         print(f"N={n} D={d}: numpy reference {ref_rate:,.0f} point-updates/s (K={ref_k})", flush=True)
         for c in chain_list:
             if auto:
-                rate, first, cap, growths, redos, k_occ = time_jax_auto(X, prior, alpha, c, args.sweeps)
+                rate, first, cap, growths, redos, k_occ = time_jax_auto(X, prior, alpha, c, args.sweeps, spec)
                 overflow = False
                 how = f"auto capacity {cap}, {growths} growths, {redos} overflow redos"
             else:
-                rate, first, overflow, k_occ = time_jax(X, prior, alpha, c, args.sweeps, capacity)
+                rate, first, overflow, k_occ = time_jax(X, prior, alpha, c, args.sweeps, capacity, spec)
                 cap, growths, redos = capacity, 0, 0
                 how = f"fixed capacity {cap}{', OVERFLOW' if overflow else ''}"
             ratio = rate / ref_rate
@@ -261,7 +276,7 @@ def main(argv=None):
                 flush=True,
             )
             summary.append(
-                f"SUMMARY N={n} D={d} chains={c}: ours/NumPy = {ratio:.1f}x "
+                f"SUMMARY N={n} D={d} chains={c} split_merge={args.split_merge}: ours/NumPy = {ratio:.1f}x "
                 f"({rate:,.0f} vs {ref_rate:,.0f} point-updates/s; {how}; {jax.device_count()} device(s))"
             )
             results["runs"].append(

@@ -41,7 +41,8 @@ def measure(sampler: str, n: int, d: int, slots: int = 32) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from jaxclust.dpmm import chains, gibbs
+    from jaxclust.dpmm import chains
+    from jaxclust.dpmm import state as _state
     from jaxclust.dpmm.kernels import Kernel
     from jaxclust.dpmm.model import SAMPLER_DEFAULTS, prepare_data
 
@@ -50,7 +51,7 @@ def measure(sampler: str, n: int, d: int, slots: int = 32) -> dict:
     X = centres[rng.integers(0, 20, n)] + rng.normal(size=(n, d))
     prepared = prepare_data(X, None)
     family = prepared.family.astype(jnp.float32)
-    data = gibbs.prepare(prepared.X, None, family, jnp.float32, features=sampler == "subcluster")
+    data = _state.prepare(prepared.X, None, family, jnp.float32, features=sampler == "subcluster")
     settings = SAMPLER_DEFAULTS[sampler]
     C, thin = settings["n_chains"], settings["thin"]
     states = chains._init_states(jnp.zeros((C, n), jnp.int32), data, family, jnp.float32(1.0), capacity=slots)

@@ -216,7 +216,7 @@ def setup(
         n_samples=n_samples,
         thin=thin,
         alpha_prior=(1.0, 1.0),
-        max_components=max_components,
+        capacity=max_components,  # the experiments' name for DPMM's starting slots
         random_state=seed,
     )
     scale, selection = prior_scale, None

@@ -93,7 +93,7 @@ def run_one(
         n_samples=n_samples,
         thin=thin,
         alpha_prior=(1.0, 1.0),
-        max_components=max_components,
+        capacity=max_components,  # the experiments' name for DPMM's starting slots
         random_state=seed,
     )
     eps = error_rate(mode, flip_rate)

@@ -423,8 +423,10 @@ CORPUS = [
     B(lambda: D.load_senseval2(word="x"), InvalidInputError, r"^word='x' is not one of 'hard', 'interest', 'line', 'serve'", "d-senseval-word"),
     B(lambda: D.load_subjectivity(data_dir="/nonexistent"), DatasetNotFoundError, r"data set folder 'pang_lee_subjectivity_v1' \(files: sentences.tsv\) not found: data directory '/nonexistent'", "d-data-dir-missing"),
     # ---- DPMM (validation happens before any sampling: no compile) -----------------------------------------
-    B(lambda: DPMM(max_components="big").fit(X), InvalidInputError, r"^max_components: expected an int >= 1, got 'big'", "dp-max-components-str"),
+    B(lambda: DPMM(capacity="big").fit(X), InvalidInputError, r"^capacity: expected an int >= 1, got 'big'", "dp-capacity-str"),
+    B(lambda: DPMM(capacity=0).fit(X), InvalidInputError, r"^capacity: expected an int >= 1, got 0", "dp-capacity-0"),
     B(lambda: DPMM(max_components=0).fit(X), InvalidInputError, r"^max_components: expected an int >= 1, got 0", "dp-max-components-0"),
+    B(lambda: DPMM(capacity=8, max_components=16).fit(X), InvalidInputError, r"^capacity=8 and max_components=16", "dp-capacity-twice"),
     B(lambda: DPMM(sampler="gibbs").fit(X), InvalidInputError, r"^sampler: expected 'auto', 'collapsed' or 'subcluster', got 'gibbs'", "dp-sampler"),
     B(lambda: DPMM(split_merge=-1).fit(X), InvalidInputError, r"^split_merge: expected an int >= 0, got -1", "dp-split-merge"),
     B(lambda: DPMM(n_chains=0).fit(X), InvalidInputError, r"^n_chains: expected an int >= 1, got 0", "dp-chains"),

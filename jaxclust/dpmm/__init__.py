@@ -6,15 +6,23 @@ Estimator::
     model = DPMM(alpha_prior=(1.0, 1.0)).fit(X, Constraints(len(X), must_link=[(0, 1)], cannot_link=[(0, 2)]))
     model.labels_, model.coclustering_, model.diagnostics_["log_joint"]["r_hat"]
 
-Functional API: :func:`sample` (validation + chains), or the pieces: :func:`prepare` (host packing),
-:func:`init`, :func:`sweep` / :func:`build_kernel` (one jittable Gibbs sweep), :func:`run_chains`.
+Functional API: :func:`sample` (validation + chains), or the pieces: :func:`prepare` (host packing) and
+:func:`init` (:mod:`jaxclust.dpmm.state`), :func:`sweep` / :func:`build_kernel` (one jittable Gibbs sweep),
+:func:`run_chains`.
 """
 
 from jaxclust.dpmm.alpha import escobar_west
 from jaxclust.dpmm.chains import ChainResult, repair_labels, run_chains
-from jaxclust.dpmm.families import DirichletMultinomial, NormalGamma, NormalInverseWishart, default_prior
-from jaxclust.dpmm.gibbs import GibbsState, GroupData, build_kernel, init, log_joint, prepare, sweep
+from jaxclust.dpmm.families import (
+    DirichletMultinomial,
+    Family,
+    NormalGamma,
+    NormalInverseWishart,
+    default_prior,
+)
+from jaxclust.dpmm.gibbs import build_kernel, sweep
 from jaxclust.dpmm.model import DPMM, as_constraints, coclustering, sample
+from jaxclust.dpmm.state import GibbsState, GroupData, init, log_joint, prepare
 
 __all__ = [
     "DPMM",
@@ -24,6 +32,7 @@ __all__ = [
     "NormalGamma",
     "NormalInverseWishart",
     "DirichletMultinomial",
+    "Family",
     "default_prior",
     "GibbsState",
     "GroupData",

@@ -28,7 +28,8 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxclust.coclustering import relabel
-from jaxclust.dpmm import gibbs, splitmerge
+from jaxclust.dpmm import splitmerge
+from jaxclust.dpmm import state as _state
 from jaxclust.dpmm.kernels import Kernel, iterate
 from jaxclust.dpmm.rows import RowAxis, resolve_mesh
 from jaxclust.errors import InvalidInputError
@@ -142,14 +143,14 @@ def _run_block(keys, states, data, family, alpha_prior, n_active, block, *, n_sw
 def _state_spec(rows: RowAxis):
     """Row-split states: labels (C, rows) split along the rows, everything else replicated."""
     rep = P()
-    return gibbs.GibbsState(P(None, rows.name), rep, rep, rep, rep, rep)
+    return _state.GibbsState(P(None, rows.name), rep, rep, rep, rep, rep)
 
 
-def data_spec(rows: RowAxis) -> gibbs.GroupData:
-    """How :class:`jaxclust.dpmm.gibbs.GroupData` lies on a mesh when its rows are split over ``rows.name``:
+def data_spec(rows: RowAxis) -> _state.GroupData:
+    """How :class:`jaxclust.dpmm.state.GroupData` lies on a mesh when its rows are split over ``rows.name``:
     per-row fields split, the scalars and the item-to-group map replicated."""
     row, rep = P(rows.name), P()
-    return gibbs.GroupData(
+    return _state.GroupData(
         stats=row,
         valid=row,
         partners=row,
@@ -186,12 +187,12 @@ def _run_block_rows(keys, states, data, family, alpha_prior, n_active, block, *,
 
 @_jit(static_argnames=("capacity",))
 def _init_states(z, data, family, alpha, *, capacity):
-    return jax.vmap(gibbs.init, in_axes=(0, None, None, None, None))(z, data, family, alpha, capacity)
+    return jax.vmap(_state.init, in_axes=(0, None, None, None, None))(z, data, family, alpha, capacity)
 
 
 @_jit(static_argnames=("capacity", "mesh", "rows"))
 def _init_states_rows(z, data, family, alpha, *, capacity, mesh, rows):
-    init = functools.partial(gibbs.init, capacity=capacity, rows=rows)
+    init = functools.partial(_state.init, capacity=capacity, rows=rows)
     rep = P()
     mapped = jax.shard_map(
         jax.vmap(init, in_axes=(0, None, None, None)),
@@ -203,7 +204,7 @@ def _init_states_rows(z, data, family, alpha, *, capacity, mesh, rows):
     return mapped(z, data, family, alpha)
 
 
-_pad_states = jax.jit(gibbs.pad_capacity, static_argnames=("capacity",))
+_pad_states = jax.jit(_state.pad_capacity, static_argnames=("capacity",))
 
 
 def _fetch(tree):
@@ -293,7 +294,7 @@ def _shard(states, n_chains: int, mesh=None):
 def _grow(states, family, capacity: int, n_chains: int, mesh, rows):
     """``states`` with ``capacity`` slots, placed as the next block wants them."""
     if mesh is None:
-        return _shard(gibbs.pad_capacity(states, family, capacity), n_chains)
+        return _shard(_state.pad_capacity(states, family, capacity), n_chains)
     if rows is None:
         return _shard(_pad_states(states, family, capacity=capacity), n_chains, mesh)
     return _pad_states(states, family, capacity=capacity)  # the block's shard_map places them
@@ -301,7 +302,7 @@ def _grow(states, family, capacity: int, n_chains: int, mesh, rows):
 
 def run_chains(
     key,
-    data: gibbs.GroupData,
+    data: _state.GroupData,
     family,
     group_labels: np.ndarray,
     *,
@@ -320,7 +321,7 @@ def run_chains(
     Parameters
     ----------
     key : PRNG key
-    data : GroupData from :func:`jaxclust.dpmm.gibbs.prepare`
+    data : GroupData from :func:`jaxclust.dpmm.state.prepare`
     family : prepared family
     group_labels : np.ndarray, shape (C, n_rows), int
         Initial slot of each group (padded rows: any value).

@@ -56,7 +56,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxclust.dpmm import gibbs
+from jaxclust.dpmm import state as _state
 from jaxclust.dpmm.rows import ROW_AXIS, global_mesh, resolve_mesh
 from jaxclust.errors import DistributedError, InvalidInputError, JaxclustWarning
 
@@ -256,8 +256,8 @@ def shard_data(
     dtype=jnp.float32,
     partner_capacity: int | None = None,
     log_jacobian: float = 0.0,
-) -> gibbs.GroupData:
-    """:func:`jaxclust.dpmm.gibbs.prepare` (with the sub-cluster features) split over ``mesh``'s devices.
+) -> _state.GroupData:
+    """:func:`jaxclust.dpmm.state.prepare` (with the sub-cluster features) split over ``mesh``'s devices.
 
     The ``n`` group rows are padded to ``devices * ceil(n / devices)`` (empty rows, never moved) and device
     ``i`` of the mesh axis gets rows ``i * ceil(n / devices) ...``. Each process computes the group statistics
@@ -275,7 +275,9 @@ def shard_data(
     n_local = -(-n // n_shards)
     n_pad = n_local * n_shards
     # no spill rows: they would be read across devices; the table's width grows with the largest degree
-    group_of, n_groups, table, colour, n_colours = gibbs.layout(constraints, n, partner_capacity, spill=False)
+    group_of, n_groups, table, colour, n_colours = _state.layout(
+        constraints, n, partner_capacity, spill=False
+    )
     partners, partner_w = table.partners, table.weights
     _check_same_everywhere(_fingerprints(X, group_of, partners, partner_w, family))
     row_sharding = NamedSharding(mesh, P(name))
@@ -313,7 +315,7 @@ def shard_data(
         padded[:n] = host
         return jax.make_array_from_callback(padded.shape, row_sharding, lambda idx: padded[idx])
 
-    return gibbs.GroupData(
+    return _state.GroupData(
         stats=stats,
         valid=rows_of(np.arange(n) < n_groups, False, bool),
         partners=rows_of(partners, -1, np.int32),

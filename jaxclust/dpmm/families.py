@@ -1,35 +1,9 @@
 """Conjugate component families for the collapsed DPMM sampler.
 
 Each family is an equinox Module holding its prior (array leaves, so new hyperparameter values do not
-re-compile) and implements the same small protocol used by :mod:`jaxclust.dpmm.gibbs`:
-
-* ``group_stats(X, group_of, n_rows)`` (host, NumPy): sufficient statistics of each must-link group, padded to
-  ``n_rows`` rows of size 0. Gaussian families keep *centred* statistics (group mean and scatter about it), so
-  nothing cancels in float32.
-* ``prior_slot()``: the per-slot posterior parameters of an empty component (the prior itself).
-* ``add(slot, gs)`` / ``remove(slot, gs)``: posterior parameters of one slot after adding / removing a group.
-* ``log_pred(slots, gs, counts=None, table=None)`` -> (K,): ``ln p(X_G | X_k)`` for every slot at once,
-computed
-  as the ratio of marginal likelihoods (never a product of one-point predictives against the same statistics).
-  ``count_table(n_max, D)`` precomputes the terms that depend only on item counts (lgamma, log kappa), so a
-  step
-  evaluates no lgamma at all.
-* ``slots_from_groups(z, gs, K)``: all slots' posterior parameters recomputed from an assignment (two-pass,
-  centred; used once per sweep to wipe out drift from the incremental add/remove).
-* ``log_marginal(slots)`` -> (K,): ``ln p(X_k)`` of each slot's data (0 for an empty slot).
-* ``segment_stats(seg, gs, S)`` / ``combine_stats(a, b)`` / ``slots_from_stats(stats)``: statistics of any
-  grouping of the groups (``seg`` (rows,) each row's segment in ``[0, S)``; rows outside are ignored), of the
-  union of two such segments, and the slots they give. Segment sums are scatter-adds and the scatter about the
-  segment mean is a second pass (no cancellation in float32); the split-merge kernel uses them for proposed
-  components. ``segment_stats`` and ``slots_from_groups`` take an optional ``axis_name``: inside
-  ``shard_map`` with the rows split over that mesh axis, every segment sum is also summed over the devices
-  (``psum``, before the second pass), so each device gets the statistics of all rows.
-* ``split_view(gs)`` -> ``(feat, within)`` (rows, D'): a feature vector per group and its members' scatter about
-  it, the space in which split proposals run 2-means (:mod:`jaxclust.dpmm.splitmerge`).
-* ``draw_params(key, slots)``, ``loglik_features(gs)`` (rows, F) and ``group_loglik(params, gs, feat)`` ->
-  (rows, K): a draw of each slot's component parameters from its posterior, and every group's log-likelihood
-  under every component as one matrix product of features computed once per fit (the sub-cluster sampler,
-  :mod:`jaxclust.dpmm.subcluster`).
+re-compile) and implements :class:`Family`, the small interface the samplers use (:mod:`jaxclust.dpmm.gibbs`,
+:mod:`jaxclust.dpmm.splitmerge`, :mod:`jaxclust.dpmm.subcluster`). Gaussian families keep *centred* group
+statistics (group mean and scatter about it), so nothing cancels in float32.
 
 Slots store *posterior parameters* (kappa_n, m_n, ...) plus a cached scalar, so a Gibbs step costs one
 ``(K, D)`` pass of logarithms and touches only the two slots that change.
@@ -41,7 +15,7 @@ distribution*.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import equinox as eqx
 import jax
@@ -52,7 +26,7 @@ from jax.scipy.special import gammaln, multigammaln
 from jaxclust.dpmm.alpha import gamma_draws
 from jaxclust.errors import InvalidInputError
 
-__all__ = ["NormalGamma", "NormalInverseWishart", "DirichletMultinomial", "default_prior"]
+__all__ = ["Family", "NormalGamma", "NormalInverseWishart", "DirichletMultinomial", "default_prior"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _LOG_PI = math.log(math.pi)
@@ -83,6 +57,78 @@ def _centred_group_moments(X: np.ndarray, group_of: np.ndarray, n_rows: int):
     mean = _group_sum(X, group_of, n_rows) / np.maximum(size, 1.0)[:, None]
     dev = X - mean[group_of]
     return size, mean, dev
+
+
+@runtime_checkable
+class Family(Protocol):
+    """A conjugate component family, as the samplers use it. ``Stats`` and ``Slot`` are each family's
+    NamedTuples of arrays (group statistics; a slot's posterior parameters plus a cached scalar); ``K`` slots,
+    ``rows`` group rows, ``D`` columns."""
+
+    #: whether the sampler runs on centred, rescaled data (Gaussian families) or on the data as given
+    centred: bool
+
+    def check(self, X: np.ndarray) -> Family:
+        """This prior checked against the data ``X`` (n, D) (host): a named error for what does not fit."""
+
+    def transformed(self, shift: np.ndarray, scale: np.ndarray) -> Family:
+        """The same prior for the data ``(X - shift) / scale``."""
+
+    def astype(self, dtype) -> Family:
+        """The prior's arrays in ``dtype``."""
+
+    def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> Any:
+        """(host, NumPy) Statistics of each must-link group, padded to ``n_rows`` rows of size 0."""
+
+    def prior_slot(self) -> Any:
+        """The posterior parameters of an empty component (the prior itself)."""
+
+    def add(self, slot: Any, gs: Any) -> Any:
+        """One slot's posterior parameters after adding the group ``gs``."""
+
+    def remove(self, slot: Any, gs: Any) -> Any:
+        """One slot's posterior parameters after removing the group ``gs``."""
+
+    def count_table(self, n_max: int, D: int) -> jax.Array | None:
+        """The terms of :meth:`log_pred` that depend only on item counts up to ``n_max`` (lgamma, log kappa),
+        precomputed so that a Gibbs step evaluates no lgamma; ``None`` when there are none."""
+
+    def log_pred(self, slots: Any, gs: Any, counts=None, table=None) -> jax.Array:
+        """(K,) ``ln p(X_G | X_k)`` of one group for every slot at once, as a ratio of marginal likelihoods
+        (never a product of one-point predictives against the same statistics)."""
+
+    def slots_from_groups(self, z: jax.Array, gs: Any, K: int, axis_name=None) -> Any:
+        """All ``K`` slots' posterior parameters recomputed from the assignment ``z`` (rows,): two passes,
+        centred; this wipes out the drift of incremental :meth:`add` / :meth:`remove`."""
+
+    def log_marginal(self, slots: Any) -> jax.Array:
+        """(K,) ``ln p(X_k)`` of each slot's data (0 for an empty slot)."""
+
+    def segment_stats(self, seg: jax.Array, gs: Any, n_segments: int, axis_name=None) -> Any:
+        """Statistics of any grouping of the rows, ``seg`` (rows,) each row's segment in ``[0, n_segments)``
+        (rows outside are ignored): scatter-add sums, and the scatter about each segment's mean as a second
+        pass. With ``axis_name`` (inside ``shard_map``, the rows split over that mesh axis) every sum is also
+        summed over the devices before the second pass, so each device gets the statistics of all rows."""
+
+    def combine_stats(self, a: Any, b: Any) -> Any:
+        """Statistics of the union of two segments."""
+
+    def slots_from_stats(self, stats: Any) -> Any:
+        """The slots' posterior parameters given their statistics."""
+
+    def split_view(self, gs: Any) -> tuple[jax.Array, jax.Array]:
+        """``(feat, within)`` (rows, D'): a feature vector per group and its members' scatter about it, the
+        space in which split proposals run 2-means (:mod:`jaxclust.dpmm.splitmerge`)."""
+
+    def draw_params(self, key, slots: Any) -> Any:
+        """One draw of each slot's component parameters from its posterior (the sub-cluster sampler)."""
+
+    def loglik_features(self, gs: Any) -> jax.Array:
+        """(rows, F) features of each group, computed once per fit, such that :meth:`group_loglik` is one
+        matrix product."""
+
+    def group_loglik(self, params: Any, gs: Any, feat: jax.Array) -> jax.Array:
+        """(rows, K) every group's log-likelihood under every drawn component."""
 
 
 # ------------------------------------------------------------------------------------------------------------

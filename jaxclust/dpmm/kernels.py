@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxclust.dpmm import gibbs, splitmerge, subcluster
+from jaxclust.dpmm import state as _state
 
 __all__ = ["Kernel", "iterate", "SAMPLERS"]
 
@@ -44,7 +45,7 @@ class Kernel(NamedTuple):
 
 
 def iterate(
-    key, state: gibbs.GibbsState, data: gibbs.GroupData, family, alpha_prior, spec: Kernel, rows=None
+    key, state: _state.GibbsState, data: _state.GroupData, family, alpha_prior, spec: Kernel, rows=None
 ):
     """One iteration (see the module docstring); ``alpha_prior`` as in :func:`jaxclust.dpmm.gibbs.sweep`.
     Returns the new state and the iteration's split-merge counts, (4,) int32 in the order of
@@ -76,4 +77,4 @@ def iterate(
         z = state.z
     else:
         z = subcluster.restricted_step(k_main, state, data, family, spec.constrained, rows)
-    return gibbs.finish(k_alpha, z, state, data, family, alpha_prior, rows), moves
+    return _state.finish(k_alpha, z, state, data, family, alpha_prior, rows), moves

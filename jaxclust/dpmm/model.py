@@ -12,7 +12,8 @@ from sklearn.base import BaseEstimator, ClusterMixin
 
 from jaxclust.coclustering import coclustering
 from jaxclust.constraints import as_constraints
-from jaxclust.dpmm import chains, distributed, gibbs
+from jaxclust.dpmm import chains, distributed
+from jaxclust.dpmm import state as _state
 from jaxclust.dpmm.alpha import check_alpha_prior
 from jaxclust.dpmm.diagnostics import chain_diagnostics, split_merge_summary
 from jaxclust.dpmm.families import DirichletMultinomial, NormalGamma, NormalInverseWishart
@@ -194,7 +195,7 @@ def sample(
         Start of each chain (e.g. a previous fit's ``final_labels_``); repaired to satisfy the constraints.
     partner_capacity : int, optional
         Width of the padded partner table of cannot-links and soft answers (default 8); a group with more
-        partners continues in spill rows (see :func:`jaxclust.dpmm.gibbs.prepare`). Split over devices
+        partners continues in spill rows (see :func:`jaxclust.dpmm.state.prepare`). Split over devices
         (``mesh``) the table has no spill rows and widens to the largest degree instead.
     dtype : float dtype of the sampler's arithmetic (float32 by default; statistics are centred).
     progress : bool
@@ -217,35 +218,90 @@ def sample(
     ChainResult
     """
     X = check_array(X, name="X", min_rows=2)
-    n = X.shape[0]
+    checked = _validate(
+        X,
+        as_constraints(constraints, X.shape[0], where="jaxclust.dpmm.sample"),
+        sampler=sampler,
+        n_chains=n_chains,
+        n_burnin=n_burnin,
+        n_samples=n_samples,
+        thin=thin,
+        alpha=alpha,
+        alpha_prior=alpha_prior,
+        capacity=capacity,
+        split_merge=split_merge,
+        mesh=mesh,
+    )
+    return _run(key, checked, prior, init_labels, partner_capacity, dtype, progress)
+
+
+class _Checked(NamedTuple):
+    """The arguments of one fit, validated (once per fit: :func:`sample` and :meth:`DPMM.fit` both validate
+    and then call :func:`_run`, which checks nothing again)."""
+
+    X: np.ndarray
+    constraints: Any
+    settings: dict
+    alpha: float
+    alpha_prior: Any
+    capacity: int | None
+    split_merge: int
+    mesh: Any
+
+
+def _validate(
+    X,
+    constraints,
+    *,
+    sampler,
+    n_chains,
+    n_burnin,
+    n_samples,
+    thin,
+    alpha,
+    alpha_prior,
+    capacity,
+    split_merge,
+    mesh,
+) -> _Checked:
+    """Every setting of a fit checked (named errors) and the chain settings resolved (``resolve_settings``).
+    ``X`` and ``constraints`` come checked (``check_array``, ``as_constraints``)."""
     for name, value, low in (
         ("n_chains", n_chains, 1),
         ("n_burnin", n_burnin, 0),
         ("n_samples", n_samples, 1),
+        ("thin", thin, 1),
+        ("capacity", capacity, 1),
     ):
         if value is not None:
             check_int(value, name, minimum=low)
-    if thin is not None:
-        check_int(thin, "thin", minimum=1)
-    alpha = check_positive(alpha, "alpha")
-    alpha_prior = check_alpha_prior(alpha_prior)
-    if mesh is not None:
-        mesh = distributed.resolve_mesh(mesh)
-    constraints = as_constraints(constraints, n, where="jaxclust.dpmm.sample")
-    n_groups = n if constraints is None else constraints.n_groups
+    n_groups = X.shape[0] if constraints is None else constraints.n_groups
     settings = resolve_settings(
         sampler, n_groups, n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples, thin=thin
     )
+    return _Checked(
+        X,
+        constraints,
+        settings,
+        check_positive(alpha, "alpha"),
+        check_alpha_prior(alpha_prior),
+        None if capacity is None else int(capacity),
+        check_int(split_merge, "split_merge", minimum=0),
+        None if mesh is None else distributed.resolve_mesh(mesh),
+    )
+
+
+def _run(key, checked: _Checked, prior, init_labels, partner_capacity, dtype, progress) -> chains.ChainResult:
+    """The fit itself, from validated arguments (see :func:`sample`)."""
+    X, constraints, mesh = checked.X, checked.constraints, checked.mesh
+    n = X.shape[0]
     sampler, n_chains, n_burnin, n_samples, thin = (
-        settings[k] for k in ("sampler", "n_chains", "n_burnin", "n_samples", "thin")
+        checked.settings[k] for k in ("sampler", "n_chains", "n_burnin", "n_samples", "thin")
     )
     prepared = prepare_data(X, prior)
     family = prepared.family.astype(dtype)
     key = prng_key(key)
     k_run = jax.random.split(key)[1]
-    if capacity is not None:
-        capacity = check_int(capacity, "capacity", minimum=1)
-    split_merge = check_int(split_merge, "split_merge", minimum=0)
     if init_labels is None:
         item_labels = np.zeros((n_chains, n), dtype=np.int64)
     else:
@@ -265,7 +321,7 @@ def sample(
             prepared.X, constraints, family, mesh, dtype, partner_capacity, prepared.log_jacobian
         )
     else:
-        data = gibbs.prepare(
+        data = _state.prepare(
             prepared.X,
             constraints,
             family,
@@ -276,18 +332,18 @@ def sample(
         )
     # the colour loop is the parallel sampler's only; a fixed flag keeps the collapsed compile across rounds
     constrained = sampler == "subcluster" and constraints is not None and constraints.max_partner_degree > 0
-    spec = Kernel(sampler, split_merge=split_merge, constrained=constrained)
+    spec = Kernel(sampler, split_merge=checked.split_merge, constrained=constrained)
     return chains.run_chains(
         k_run,
         data,
         family,
         group_labels,
-        alpha=alpha,
-        alpha_prior=alpha_prior,
+        alpha=checked.alpha,
+        alpha_prior=checked.alpha_prior,
         n_burnin=n_burnin,
         n_samples=n_samples,
         thin=thin,
-        capacity=capacity,
+        capacity=checked.capacity,
         progress=progress,
         spec=spec,
         mesh=mesh,
@@ -336,11 +392,14 @@ class DPMM(ClusterMixin, BaseEstimator):
     n_chains, n_burnin, n_samples, thin : int, optional
         Chains; iterations before the first retained sample; retained samples per chain; iterations between
         them. ``None``: the sampler's defaults above.
+    capacity : int, optional
+        Initial number of component slots per chain (default 32, at most the number of items), as in
+        :func:`sample`. Not a truncation: the slots double when a chain's components come within a quarter of
+        the capacity, and when a chain runs out the block of iterations is also redone (counted in
+        ``n_capacity_growths_`` and ``n_overflow_redos_``). Each new capacity compiles the sampler once more.
     max_components : int, optional
-        Initial number of component slots per chain (default 32, at most the number of items). Not a
-        truncation: the slots double when a chain's components come within a quarter of the capacity, and
-        when a chain runs out the block of iterations is also redone (counted in ``n_capacity_growths_`` and
-        ``n_overflow_redos_``). Each new capacity compiles the sampler once more.
+        Deprecated spelling of ``capacity`` (a ``FutureWarning``; giving both with different values is an
+        error).
     random_state : int, optional
     sampler : {"auto", "collapsed", "subcluster"}
     split_merge : int
@@ -376,11 +435,12 @@ class DPMM(ClusterMixin, BaseEstimator):
         n_burnin=None,
         n_samples=None,
         thin=None,
-        max_components=None,
+        capacity=None,
         random_state=0,
         sampler="auto",
         split_merge=1,
         mesh=None,
+        max_components=None,
     ):
         self.prior = prior
         self.alpha = alpha
@@ -389,11 +449,12 @@ class DPMM(ClusterMixin, BaseEstimator):
         self.n_burnin = n_burnin
         self.n_samples = n_samples
         self.thin = thin
-        self.max_components = max_components
+        self.capacity = capacity
         self.random_state = random_state
         self.sampler = sampler
         self.split_merge = split_merge
         self.mesh = mesh
+        self.max_components = max_components
 
     def fit(self, X, constraints=None, init_labels=None, n_burnin=None, progress=False):
         """Sample the posterior over partitions of ``X`` (n, D) under ``constraints``.
@@ -409,36 +470,22 @@ class DPMM(ClusterMixin, BaseEstimator):
             Overrides the constructor's burn-in for this fit (e.g. short burn-in after a warm start).
         """
         X = check_array(X, name="X", min_rows=2)
-        constraints = as_constraints(constraints, X.shape[0], where="DPMM.fit")
-        if self.max_components is not None:
-            check_int(self.max_components, "max_components", minimum=1)
-        n_groups = X.shape[0] if constraints is None else constraints.n_groups
-        self.settings_ = resolve_settings(
-            self.sampler,
-            n_groups,
+        checked = _validate(
+            X,
+            as_constraints(constraints, X.shape[0], where="DPMM.fit"),
+            sampler=self.sampler,
             n_chains=self.n_chains,
             n_burnin=self.n_burnin if n_burnin is None else n_burnin,
             n_samples=self.n_samples,
             thin=self.thin,
-        )
-        res = sample(
-            self.random_state,
-            X,
-            constraints,
-            self.prior,
             alpha=self.alpha,
             alpha_prior=self.alpha_prior,
-            n_chains=self.settings_["n_chains"],
-            n_burnin=self.settings_["n_burnin"],
-            n_samples=self.settings_["n_samples"],
-            thin=self.settings_["thin"],
-            capacity=self.max_components,
-            init_labels=init_labels,
-            progress=progress,
-            sampler=self.settings_["sampler"],
+            capacity=self._capacity(),
             split_merge=self.split_merge,
             mesh=self.mesh,
         )
+        self.settings_ = checked.settings
+        res = _run(self.random_state, checked, self.prior, init_labels, None, jnp.float32, progress)
         C, S, n = res.samples.shape
         self.samples_ = res.samples.reshape(C * S, n).astype(np.int64)
         self.log_joint_ = res.log_joint.reshape(-1).astype(np.float64)
@@ -467,6 +514,22 @@ class DPMM(ClusterMixin, BaseEstimator):
         diag["split_merge"] = split_merge_summary(res.split_merge)
         self.diagnostics_ = diag
         return self
+
+    def _capacity(self):
+        """``capacity``, or the deprecated ``max_components`` it replaces."""
+        if self.max_components is None:
+            return self.capacity
+        warnings.warn(
+            "DPMM(max_components=...) is deprecated: the setting is called capacity, as in jaxclust.dpmm.sample",
+            FutureWarning,
+            stacklevel=3,
+        )
+        if self.capacity is not None and self.capacity != self.max_components:
+            raise InvalidInputError(
+                f"capacity={self.capacity!r} and max_components={self.max_components!r}: max_components is the "
+                "deprecated spelling of capacity; give one"
+            )
+        return check_int(self.max_components, "max_components", minimum=1)
 
     @property
     def coclustering_(self) -> np.ndarray:

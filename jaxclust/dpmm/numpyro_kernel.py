@@ -25,7 +25,8 @@ import numpy as np
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
-from jaxclust.dpmm import chains, gibbs
+from jaxclust.dpmm import chains
+from jaxclust.dpmm import state as _state
 from jaxclust.dpmm.alpha import check_alpha_prior
 from jaxclust.dpmm.kernels import Kernel, iterate
 from jaxclust.dpmm.model import as_constraints, prepare_data
@@ -41,7 +42,7 @@ class DPMMKernelState(NamedTuple):
 
     draws: dict
     z: jax.Array
-    gibbs: gibbs.GibbsState
+    gibbs: _state.GibbsState
     rng_key: jax.Array
 
 
@@ -75,7 +76,7 @@ class DPMMKernel(MCMCKernel):
         constraints = as_constraints(constraints, X.shape[0])
         prepared = prepare_data(X, prior)
         self._family = prepared.family.astype(dtype)
-        self._data = gibbs.prepare(
+        self._data = _state.prepare(
             prepared.X, constraints, self._family, dtype, log_jacobian=prepared.log_jacobian
         )
         self._constraints = constraints
@@ -91,7 +92,7 @@ class DPMMKernel(MCMCKernel):
     def default_fields(self):
         return ("draws", "z")
 
-    def _wrap(self, gstate: gibbs.GibbsState, key) -> DPMMKernelState:
+    def _wrap(self, gstate: _state.GibbsState, key) -> DPMMKernelState:
         draws = {
             "n_components": jnp.sum(gstate.counts > 0),
             "alpha": gstate.alpha,
@@ -118,7 +119,7 @@ class DPMMKernel(MCMCKernel):
         keys = rng_key if not is_prng_key(rng_key) else rng_key[None]
         zs, ks = zip(*(self._init_one(k) for k in keys), strict=True)
         z = jnp.stack(zs)
-        init_fn = jax.vmap(lambda zz: gibbs.init(zz, self._data, self._family, self._alpha, self._capacity))
+        init_fn = jax.vmap(lambda zz: _state.init(zz, self._data, self._family, self._alpha, self._capacity))
         states = jax.vmap(self._wrap)(init_fn(z), jnp.stack(ks))
         if is_prng_key(rng_key):
             self._sample_fn = self._step_one

@@ -52,8 +52,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
-from jaxclust.dpmm import gibbs
 from jaxclust.dpmm import rows as _rows
+from jaxclust.dpmm import state as _state
 
 __all__ = ["split_merge", "subsample_size", "KMEANS_STEPS", "SUBSAMPLE", "SUBSAMPLE_PER_SLOT", "MOVES"]
 
@@ -108,48 +108,50 @@ def _launch(words, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_ste
         red = lambda x: x  # noqa: E731  (the subsample is on every device: nothing to reduce)
     else:
         sub = _rows.row_ids(feat.shape[0], rows)  # arange(n_rows) on one device
-        take = (lambda x: x[sub]) if rows is None else (lambda x: x)  # noqa: E731
+        take = lambda x: x  # noqa: E731  (every row, in place)
         red = lambda x: _rows.psum(x, rows)  # noqa: E731
     f, wt, sp = take(feat), jnp.where(take(valid), take(size), 0.0), take(pair)
     wi = take(within)
     seg = jnp.where(wt > 0, sp, n_pairs)
     pin_i, pin_j = sub == i_row[sp], sub == j_row[sp]
-    # whole-sample and per-pair variances (shrunk towards the whole sample's)
+    # whole-sample and per-pair variances (shrunk towards the whole sample's), from sums of weighted squares
+    # (sum w (f - m)^2 = sum w f^2 - n m^2: no (rows, D) gather of means; the data are centred and scaled by
+    # the caller, and any deterministic proposal is exact, so float32 cancellation only moves a scale a little)
+    wf = wt[:, None] * f
+    sq_rows = wf * f + wi  # (sub, D') each row's weighted square about 0, its members' scatter included
     tot = jnp.maximum(red(jnp.sum(wt)), 1.0)
-    g_mean = red(jnp.sum(wt[:, None] * f, 0)) / tot
-    g_var = red(jnp.sum(wt[:, None] * (f - g_mean) ** 2 + wi, 0)) / tot
+    g_mean = red(jnp.sum(wf, 0)) / tot
+    g_var = jnp.maximum(red(jnp.sum(sq_rows, 0)) / tot - g_mean**2, 0.0)
     g_var = jnp.maximum(g_var, 1e-6 * jnp.mean(g_var) + 1e-12)
     s0 = red(_segsum(wt, seg, n_pairs))[:, None]
-    s1 = red(_segsum(wt[:, None] * f, seg, n_pairs))
+    s1 = red(_segsum(wf, seg, n_pairs))
+    sq = red(_segsum(sq_rows, seg, n_pairs))  # (P, D'): shared by the union's and the sides' scatter
     mean = s1 / jnp.maximum(s0, 1e-30)
-    dev2 = red(_segsum(wt[:, None] * (f - mean[sp]) ** 2 + wi, seg, n_pairs))
+    dev2 = jnp.maximum(sq - s0 * mean**2, 0.0)
     scale = (s0 + SHRINK) / (dev2 + SHRINK * g_var)  # (P, D'): whitening of each union
     seeds = (_rows.take(feat, jnp.maximum(i_row, 0), rows), _rows.take(feat, jnp.maximum(j_row, 0), rows))
     centres = jnp.stack(seeds, axis=1).astype(dtype)
-    own = jnp.stack([2 * sp, 2 * sp + 1], axis=1)  # (sub, 2): the row's two centres among all 2P
-    f2 = f**2
 
     def assign(c):
-        # sum_d w_pd (f_d - c_d)^2 against every centre as matrix products (gathers are slow on CPU), then
-        # each row's own pair: w_p f^2 - 2 (w_p c) f + w_p c^2
-        wc = (scale[:, None, :] * c).reshape(2 * n_pairs, -1)
-        w2 = jnp.repeat(scale, 2, axis=0)
-        d_all = f2 @ w2.T - 2.0 * (f @ wc.T) + jnp.sum(wc * c.reshape(2 * n_pairs, -1), -1)[None, :]
-        d = jnp.take_along_axis(d_all, own, axis=1)
-        side = (d[:, 1] < d[:, 0]).astype(jnp.int32)
+        # the side whose centre is nearer in the pair's scaled distance: d_R - d_L = f . a_p + b_p with
+        # a_p = -2 s_p (c_R - c_L), b_p = s_p . (c_R^2 - c_L^2) (the f^2 terms cancel), so one (rows, P) matrix
+        # product and a selection (gathers are slow on CPU)
+        a = -2.0 * scale * (c[:, 1] - c[:, 0])
+        b = jnp.sum(scale * (c[:, 1] ** 2 - c[:, 0] ** 2), -1)
+        diff = jnp.take_along_axis(f @ a.T, sp[:, None], axis=1)[:, 0] + b[sp]
+        side = (diff < 0).astype(jnp.int32)
         return jnp.where(pin_i, 0, jnp.where(pin_j, 1, side))
 
     def centroid(side):
         seg2 = jnp.where(wt > 0, 2 * sp + side, 2 * n_pairs)
         n = red(_segsum(wt, seg2, 2 * n_pairs))
-        c = red(_segsum(wt[:, None] * f, seg2, 2 * n_pairs)) / jnp.maximum(n, 1e-30)[:, None]
-        return c.reshape(n_pairs, 2, -1), n.reshape(n_pairs, 2), seg2
+        c = red(_segsum(wf, seg2, 2 * n_pairs)) / jnp.maximum(n, 1e-30)[:, None]
+        return c.reshape(n_pairs, 2, -1), n.reshape(n_pairs, 2)
 
     centres = jax.lax.fori_loop(0, n_steps, lambda _, c: centroid(assign(c))[0], centres)
-    side = assign(centres)
-    centres, n_side, seg2 = centroid(side)
-    dev = f - centres.reshape(2 * n_pairs, -1)[seg2.clip(0, 2 * n_pairs - 1)]
-    within_var = red(_segsum(wt[:, None] * dev**2 + wi, seg, n_pairs))
+    centres, n_side = centroid(assign(centres))
+    # pooled within-side scatter: the union's squares less each side's n c^2
+    within_var = jnp.maximum(sq - jnp.sum(n_side[:, :, None] * centres**2, 1), 0.0)
     inv = (s0 + SHRINK) / (within_var + SHRINK * g_var)  # (P, D') pooled within-side precision
     # l_g = m_g (f_g . a_p + b_p) + ln(n_R / n_L): linear in f_g, so one (rows, P) product and a selection
     a = inv * (centres[:, 1] - centres[:, 0])
@@ -161,7 +163,7 @@ def _launch(words, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_ste
 
 
 def split_merge(
-    key, state: gibbs.GibbsState, data: gibbs.GroupData, family, *, n_steps: int = KMEANS_STEPS, rows=None
+    key, state: _state.GibbsState, data: _state.GroupData, family, *, n_steps: int = KMEANS_STEPS, rows=None
 ):
     """One round of split-merge proposals over all components (see the module docstring).
 
@@ -197,7 +199,9 @@ def split_merge(
     # draws from one call of 32-bit words, the per-row ones from another
     k_pairs, k_rows = jax.random.split(key)
     n_words = n_labels + 2 * n_pairs
-    bits = jax.random.bits(k_pairs, (n_words + subsample_size(n_pairs),), jnp.uint32)
+    n_rows = z.shape[0] if rows is None else rows.n_rows
+    n_sub = subsample_size(n_pairs) if n_rows > subsample_size(n_pairs) else 0  # words the launch uses
+    bits = jax.random.bits(k_pairs, (n_words + n_sub,), jnp.uint32)
     u_rows = _rows.uniform(k_rows, z.shape + (2,), dtype, rows)  # (rows, 2): seed order, proposed side
 
     # 1. pairing: occupied slots at uniformly random labels (a shuffle: sorting 32-bit random keys)
@@ -279,7 +283,7 @@ def split_merge(
         p_part = _rows.gather(part, rows)[jnp.maximum(partners, 0)]
         cross = has & ~hard & (p_lab // 2 == pair[:, None]) & (p_part != part[:, None])
         w_cross = 0.5 * _rows.segment_sum(jnp.sum(jnp.where(cross, weights, 0.0), -1), pseg, n_pairs, rows)
-        if data.spill.shape[0]:  # hubs' further partners (one device only: gibbs.spill_terms)
+        if data.spill.shape[0]:  # hubs' further partners (one device only: _state.spill_terms)
             q, owner = data.spill, jnp.maximum(data.spill_owner, 0)
             has = (q >= 0) & ((data.spill_owner >= 0) & valid[owner])[:, None]
             q_lab = jnp.where(has, lab[jnp.maximum(q, 0)], -1)
@@ -337,13 +341,13 @@ def split_merge(
         counts = counts.at[idx].set(st.size, mode="drop")
         slots = put(slots, idx, family.slots_from_stats(st))
     moves = jnp.stack([jnp.sum(v.astype(jnp.int32)) for v in (can_split, did_split, is_merge, did_merge)])
-    new = gibbs.GibbsState(
+    new = _state.GibbsState(
         z_new,
         counts,
         slots,
         state.alpha,
         overflow,
-        gibbs.log_joint(counts, slots, state.alpha, data, family, z_new, rows),
+        _state.log_joint(counts, slots, state.alpha, data, family, z_new, rows),
     )
     return new, moves
 

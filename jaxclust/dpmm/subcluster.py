@@ -37,8 +37,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxclust.dpmm import gibbs
 from jaxclust.dpmm import rows as _rows
+from jaxclust.dpmm import state as _state
 from jaxclust.dpmm.alpha import gamma_draws
 
 __all__ = ["restricted_step", "categorical"]
@@ -72,7 +72,7 @@ def categorical(logits, u):
 
 
 def restricted_step(
-    key, state: gibbs.GibbsState, data: gibbs.GroupData, family, constrained: bool = True, rows=None
+    key, state: _state.GibbsState, data: _state.GroupData, family, constrained: bool = True, rows=None
 ):
     """Step 3 of the module docstring: new slots ``z`` (n_rows,) for every movable group.
 
@@ -116,7 +116,7 @@ def restricted_step(
             forbidden = forbidden | (hit & hard[:, col : col + 1])
             soft = soft + jnp.where(hit & ~hard[:, col : col + 1], weights[:, col : col + 1], 0.0)
         if data.spill.shape[0]:
-            f_spill, s_spill = gibbs.spill_terms(z, data, slot_ids)
+            f_spill, s_spill = _state.spill_terms(z, data, slot_ids)
             forbidden, soft = forbidden | f_spill, soft + s_spill
         u = _rows.uniform(jax.random.fold_in(k_u, c), z.shape, dtype, rows)
         new = categorical(jnp.where(forbidden, -jnp.inf, logits + soft), u)

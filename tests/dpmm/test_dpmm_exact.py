@@ -22,7 +22,8 @@ from scipy import integrate, stats
 from scipy.special import gammaln
 
 from jaxclust import Constraints
-from jaxclust.dpmm import NormalGamma, chains, gibbs, sample, splitmerge
+from jaxclust.dpmm import NormalGamma, chains, sample, splitmerge
+from jaxclust.dpmm import state as _state
 from jaxclust.dpmm.kernels import Kernel
 from jaxclust.dpmm.model import prepare_data
 
@@ -298,7 +299,7 @@ def _split_merge_alone(case, spec):
     start = exact_draws(parts, exact, N_CHAINS, seed=2)
     prepared = prepare_data(X5, NormalGamma(**PRIOR))
     family = prepared.family.astype(np.float32)
-    data = gibbs.prepare(prepared.X, constraints, family, partner_capacity=1 if case == "hub" else None)
+    data = _state.prepare(prepared.X, constraints, family, partner_capacity=1 if case == "hub" else None)
     groups = [chains.repair_labels(z, constraints) for z in start]
     labels = np.zeros((N_CHAINS, 5), np.int32)
     labels[:, : len(groups[0])] = np.stack(groups)

@@ -8,13 +8,15 @@ recomputed from an assignment equal sequential adds.
 
 from __future__ import annotations
 
+import inspect
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
 
-from jaxclust.dpmm import DirichletMultinomial, NormalGamma, NormalInverseWishart
+from jaxclust.dpmm import DirichletMultinomial, Family, NormalGamma, NormalInverseWishart
 from jaxclust.errors import InvalidInputError
 
 RNG = np.random.default_rng(0)
@@ -327,3 +329,16 @@ def test_draw_params_follow_the_posterior(name):
         np.testing.assert_allclose(params[2], np.linalg.slogdet(np.asarray(params[0]))[1], rtol=1e-8)
     else:
         np.testing.assert_allclose(np.exp(params[0]).mean(0), s0.conc / s0.conc.sum(), atol=0.01)
+
+
+@pytest.mark.parametrize("family", [NormalGamma(), NormalInverseWishart(), DirichletMultinomial()], ids=type)
+def test_every_family_implements_the_family_protocol_with_its_parameter_names(family):
+    """Each family has every method of :class:`jaxclust.dpmm.Family` with the protocol's parameters, in order
+    (the samplers call some of them by keyword)."""
+    assert isinstance(family, Family)
+    methods = [m for m, v in vars(Family).items() if inspect.isfunction(v) and not m.startswith("_")]
+    assert len(methods) == 18
+    for name in methods:
+        want = list(inspect.signature(getattr(Family, name)).parameters)
+        got = list(inspect.signature(getattr(type(family), name)).parameters)
+        assert got == want, name

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from scipy.special import gammaln
 
 from jaxclust import DPMM, Constraints
-from jaxclust.dpmm import NormalGamma, chains, gibbs, repair_labels, sample
+from jaxclust.dpmm import NormalGamma, chains, repair_labels, sample
+from jaxclust.dpmm import state as _state
 from jaxclust.errors import ConstraintConflictError, ConstraintError, InvalidInputError
 
 RNG = np.random.default_rng(1)
@@ -110,8 +111,8 @@ def test_capacity_grows_instead_of_truncating():
     prior = NormalGamma(mean=0.0, kappa=1e-3, shape=5.0, rate=0.005)
     c = Constraints(12, cannot_link=[(0, 1), (2, 3)])
     init = np.zeros((4, 12), dtype=int)
-    grown = DPMM(prior=prior, alpha=5.0, max_components=8, **KW).fit(X12, c, init_labels=init)
-    roomy = DPMM(prior=prior, alpha=5.0, max_components=16, **KW).fit(X12, c, init_labels=init)
+    grown = DPMM(prior=prior, alpha=5.0, capacity=8, **KW).fit(X12, c, init_labels=init)
+    roomy = DPMM(prior=prior, alpha=5.0, capacity=16, **KW).fit(X12, c, init_labels=init)
     # 8 -> 12 (x1.5); never more slots than groups (12), which can never overflow
     assert grown.n_capacity_growths_ == 1 and grown.capacity_ == 12
     assert roomy.n_capacity_growths_ == 0 and roomy.capacity_ == 12
@@ -119,6 +120,20 @@ def test_capacity_grows_instead_of_truncating():
     np.testing.assert_allclose(grown.log_joint_, roomy.log_joint_, rtol=1e-6)
     for z in grown.samples_:
         assert c.check_assignment(z) == []
+
+
+def test_max_components_is_the_deprecated_spelling_of_capacity():
+    """``DPMM(max_components=)`` warns and fits exactly what ``DPMM(capacity=)`` fits, which is what
+    ``sample(capacity=)`` draws."""
+    prior = NormalGamma(mean=0.0, kappa=1e-3, shape=5.0, rate=0.005)
+    init = np.zeros((4, 12), dtype=int)
+    new = DPMM(prior=prior, alpha=5.0, capacity=8, **KW).fit(X12, init_labels=init)
+    with pytest.warns(FutureWarning, match="max_components=.* is deprecated: the setting is called capacity"):
+        old = DPMM(prior=prior, alpha=5.0, max_components=8, **KW).fit(X12, init_labels=init)
+    functional = sample(0, X12, None, prior, alpha=5.0, capacity=8, init_labels=init, **KW)
+    assert new.n_capacity_growths_ == old.n_capacity_growths_ == functional.n_capacity_growths == 1
+    np.testing.assert_array_equal(new.samples_, old.samples_)
+    np.testing.assert_array_equal(new.samples_, functional.samples.reshape(new.samples_.shape))
 
 
 def test_capacity_policy_steps():
@@ -146,8 +161,8 @@ def test_many_growths_give_the_draws_of_a_roomy_sampler():
     c = Constraints(28, must_link=[(0, 19)], cannot_link=[(2, 3), (0, 4), (10, 11)])
     init = np.zeros((4, 28), dtype=int)
     kw = dict(prior=prior, alpha=5.0, n_chains=4, n_burnin=6, n_samples=4, thin=2, split_merge=0)
-    grown = DPMM(max_components=4, **kw).fit(X28, c, init_labels=init)
-    roomy = DPMM(max_components=27, **kw).fit(X28, c, init_labels=init)
+    grown = DPMM(capacity=4, **kw).fit(X28, c, init_labels=init)
+    roomy = DPMM(capacity=27, **kw).fit(X28, c, init_labels=init)
     assert roomy.n_capacity_growths_ == 0 and roomy.capacity_ == 27  # 27 groups: never more slots
     # 4 slots, then x2 after overflows (each redoes a block) or proactively
     assert grown.n_overflow_redos_ >= 1 and grown.n_capacity_growths_ >= 2
@@ -344,12 +359,12 @@ def test_spill_rows_sample_as_a_wide_table_does():
     np.testing.assert_array_equal(runs[0].samples, runs[1].samples)
     np.testing.assert_allclose(runs[0].log_joint, runs[1].log_joint, rtol=1e-5)
     family = NormalGamma.from_data(X12)
-    data = [gibbs.prepare(X12, c, family, partner_capacity=w) for w in (1, 16)]
+    data = [_state.prepare(X12, c, family, partner_capacity=w) for w in (1, 16)]
     together = np.arange(12)
     together[[1, 11]] = 0  # the hub with its soft partners in its row (1) and in a spill row (11)
     for z in [together, *runs[0].samples.reshape(-1, 12)[:8]]:
         assert c.check_assignment(z) == []
         zg = np.zeros(12, np.int32)
         zg[c.group_of] = z  # group rows: a group's items share a label
-        joint = [float(gibbs.init(zg, d, family, 2.0, 16).log_joint) for d in data]
+        joint = [float(_state.init(zg, d, family, 2.0, 16).log_joint) for d in data]
         assert joint[0] == pytest.approx(joint[1], rel=1e-6)
