@@ -161,10 +161,10 @@ def test_many_growths_give_the_draws_of_a_roomy_sampler():
     c = Constraints(28, must_link=[(0, 19)], cannot_link=[(2, 3), (0, 4), (10, 11)])
     init = np.zeros((4, 28), dtype=int)
     kw = dict(prior=prior, alpha=5.0, n_chains=4, n_burnin=6, n_samples=4, thin=2, split_merge=0)
-    grown = DPMM(capacity=4, **kw).fit(X28, c, init_labels=init)
+    grown = DPMM(capacity=8, **kw).fit(X28, c, init_labels=init)
     roomy = DPMM(capacity=27, **kw).fit(X28, c, init_labels=init)
     assert roomy.n_capacity_growths_ == 0 and roomy.capacity_ == 27  # 27 groups: never more slots
-    # 4 slots, then x2 after overflows (each redoes a block) or proactively
+    # 8 slots, then x2 after overflows (each redoes a block) or proactively
     assert grown.n_overflow_redos_ >= 1 and grown.n_capacity_growths_ >= 2
     assert grown.diagnostics_["traces"]["n_components"].max() > 12  # it really needed the slots
     np.testing.assert_array_equal(grown.samples_, roomy.samples_)
