@@ -48,6 +48,8 @@ is accepted and no slot is free, ``overflow`` is set and the caller grows the sl
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
@@ -55,7 +57,21 @@ from jax.scipy.special import gammaln
 from jaxclust.dpmm import rows as _rows
 from jaxclust.dpmm import state as _state
 
-__all__ = ["split_merge", "subsample_size", "KMEANS_STEPS", "SUBSAMPLE", "SUBSAMPLE_PER_SLOT", "MOVES"]
+__all__ = [
+    "split_merge",
+    "Pairs",
+    "pairing",
+    "seeds",
+    "launch",
+    "proposal",
+    "log_ratio",
+    "accept",
+    "subsample_size",
+    "KMEANS_STEPS",
+    "SUBSAMPLE",
+    "SUBSAMPLE_PER_SLOT",
+    "MOVES",
+]
 
 #: The counts a round reports, in this order (:func:`split_merge`'s second output).
 MOVES = ("proposed_splits", "accepted_splits", "proposed_merges", "accepted_merges")
@@ -83,8 +99,12 @@ def subsample_size(n_pairs: int) -> int:
     return max(SUBSAMPLE, SUBSAMPLE_PER_SLOT * n_pairs)
 
 
-def _launch(words, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps, rows=None):
-    """2-means launch of every pair at once. Returns the (rows,) log-odds of the right side.
+def launch(words, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps, rows=None):
+    """3. The 2-means launch of every pair at once. Returns the (rows,) log-odds of the right side.
+
+    Metropolis-Hastings term: none of its own. The launch is a function of the union's data, the seeds and the
+    subsample only, so the reverse move evaluates the same probabilities, which :func:`proposal` turns into
+    ``q(A, B)``.
 
     ``words``: (:func:`subsample_size`,) random 32-bit words that pick the subsample (any law independent of
     the state keeps the move exact; ``word mod n`` is the one used).
@@ -162,10 +182,186 @@ def _launch(words, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_ste
     return jnp.clip(size * (lin + b[pair]) + prior[pair], -MAX_LOGIT, MAX_LOGIT)
 
 
+class Pairs(NamedTuple):
+    """Step 1's draw, per pair ``p`` of labels ``2p, 2p+1`` (``P = V`` pairs): the placement of the slots and
+    what each pair proposes."""
+
+    label_of_slot: jax.Array  # (V,) int32, each slot's label in [0, 2V)
+    is_merge: jax.Array  # (P,) bool, the pair holds two components: it proposes their merge
+    is_split: jax.Array  # (P,) bool, the pair holds one component: it proposes its split
+    keep: jax.Array  # (P,) int32, the side that keeps its slot (a merge) or holds the first seed (a split)
+    keep_slot: jax.Array  # (P,) int32, the slot at the kept side (V: none)
+    other_slot: jax.Array  # (P,) int32, the slot at the other side (V: none)
+
+
+def pairing(bits, occupied) -> Pairs:
+    """1. The occupied slots placed at uniformly random labels (a shuffle: sorting ``2V`` random 32-bit words
+    ``bits[:2V]``), and a fair coin per merge pair (``bits[2V:3V]``) for the side that keeps its slot.
+
+    Metropolis-Hastings term: the placement is a fresh draw of an auxiliary variable whose target is
+    ``pi(z) / (L)_K`` (``L = 2V`` labels, ``K`` occupied slots); one more component costs ``ln(L - K)``, so a
+    split's log acceptance has ``- ln(L - K)`` and a merge's ``+ ln(L - K + 1)`` (:func:`accept`)."""
+    V = occupied.shape[0]
+    n_labels, n_pairs = 2 * V, V
+    label_of_slot = jnp.argsort(bits[:n_labels])[:V].astype(jnp.int32)
+    slot_at = jnp.full((n_labels,), V, jnp.int32).at[label_of_slot].set(jnp.arange(V, dtype=jnp.int32))
+    occ_pair = jnp.concatenate([occupied, jnp.zeros((1,), bool)])[slot_at].reshape(n_pairs, 2)
+    is_merge = occ_pair[:, 0] & occ_pair[:, 1]
+    is_split = occ_pair[:, 0] ^ occ_pair[:, 1]
+    orient = (bits[n_labels : n_labels + n_pairs] >> 31).astype(jnp.int32)  # a fair coin per pair
+    keep = jnp.where(is_merge, orient, jnp.where(occ_pair[:, 0], 0, 1))  # side that keeps / seeds left
+    pair_slots = slot_at.reshape(n_pairs, 2)
+    keep_slot = pair_slots[jnp.arange(n_pairs), keep]
+    other_slot = pair_slots[jnp.arange(n_pairs), 1 - keep]
+    return Pairs(label_of_slot, is_merge, is_split, keep, keep_slot, other_slot)
+
+
+def seeds(u, lab, pairs: Pairs, valid, row_id, rows=None):
+    """2. The seed groups of every pair, from one uniform per group row ``u`` (rows,) (a uniformly random
+    order): a split's ``i, j`` are the first two groups of its component, a merge's the first group of each
+    side (``i`` on the kept side). Returns ``(is_i, is_j)`` (rows,) and the seeds' rows ``(i_row, j_row)``
+    (P,) (-1: none).
+
+    Metropolis-Hastings term: an ordered pair of distinct seeds of a component of ``m_C`` groups has
+    probability ``1 / (m_C (m_C - 1))``; a merge's seeds ``1 / (m_A m_B)``, times ``1/2`` for its coin. In a
+    split's log acceptance: ``+ ln(m_C (m_C - 1)) - ln(m_A m_B) + ln(1/2)`` (:func:`log_ratio`)."""
+    n_pairs = pairs.is_merge.shape[0]
+    n_labels = 2 * n_pairs
+    pair, side = lab // 2, lab % 2
+    seg_lab = jnp.where(valid, lab, n_labels)
+    pseg = jnp.where(valid, pair, n_pairs)
+    u = jnp.where(valid, u, 2.0)
+    first_u = _rows.segment_min(u, seg_lab, n_labels, rows)
+    is_first = valid & (u == first_u[lab])
+    second_u = _rows.segment_min(jnp.where(is_first, 2.0, u), seg_lab, n_labels, rows)
+    is_second = valid & ~is_first & (u == second_u[lab])
+    on_keep = side == pairs.keep[pair]
+    is_i = is_first & on_keep
+    is_j = jnp.where(pairs.is_split[pair], is_second & on_keep, is_first & ~on_keep)
+    i_row = _rows.segment_max(jnp.where(is_i, row_id, -1), pseg, n_pairs, rows)
+    j_row = _rows.segment_max(jnp.where(is_j, row_id, -1), pseg, n_pairs, rows)
+    return (is_i, is_j), (i_row, j_row)
+
+
+def proposal(logit, u, pairs: Pairs, lab, seeded, valid, rows=None):
+    """4. Each group's part (rows,) int32 (1: the side that moves) and ``ln q(A, B)`` (P,): a split pair draws
+    every non-seed group's side with the launch's probability ``sigma(logit)`` (uniforms ``u``); a merge pair
+    keeps its current sides, whose probability under the reverse split's launch is ``q(A, B)``.
+
+    Metropolis-Hastings term: ``- ln q(A, B)`` in a split's log acceptance (:func:`log_ratio`)."""
+    is_i, is_j = seeded
+    n_pairs = pairs.is_merge.shape[0]
+    pair, side = lab // 2, lab % 2
+    on_keep = side == pairs.keep[pair]
+    drawn = u < jax.nn.sigmoid(logit)
+    part = jnp.where(pairs.is_split[pair], drawn, ~on_keep)
+    part = jnp.where(is_i, False, jnp.where(is_j, True, part)).astype(jnp.int32)
+    log_q_row = jnp.where(part == 1, jax.nn.log_sigmoid(logit), jax.nn.log_sigmoid(-logit))
+    pseg = jnp.where(valid, pair, n_pairs)
+    log_q = _rows.segment_sum(jnp.where(valid & ~(is_i | is_j), log_q_row, 0.0), pseg, n_pairs, rows)
+    return part, log_q
+
+
+def log_ratio(
+    state: _state.GibbsState, data: _state.GroupData, family, pairs: Pairs, lab, part, log_q, rows=None
+):
+    """5. Every pair's ``ln a_split`` (the module docstring; a merge's is its negative plus the placement
+    term): the collapsed posterior of the two parts against their union, the seeds' and the launch's proposal
+    terms (:func:`seeds`, :func:`proposal`) and the soft answers between the parts (a split makes them
+    "apart": ``- W``, ``W`` their summed log-weights). Returns ``(log_ratio (P,), blocked (P,) bool, m_union
+    (P,) groups per union, (part0, part1, union) statistics)``; ``blocked``: a cannot-link joins the two
+    components of a merge pair (prior 0)."""
+    z, valid, dtype = state.z, data.valid, state.counts.dtype
+    n_pairs = pairs.is_merge.shape[0]
+    n_labels = 2 * n_pairs
+    pair = lab // 2
+    pseg = jnp.where(valid, pair, n_pairs)
+    seg_part = jnp.where(valid, 2 * pair + part, n_labels)
+    parts = family.segment_stats(seg_part, data.stats, n_labels, _rows.axis_name(rows))
+    part0 = jax.tree.map(lambda a: a[0::2], parts)
+    part1 = jax.tree.map(lambda a: a[1::2], parts)
+    union = family.combine_stats(part0, part1)
+    lm_part = family.log_marginal(family.slots_from_stats(parts)).reshape(n_pairs, 2)
+    lm_union = family.log_marginal(family.slots_from_stats(union))
+    n_part = parts.size.reshape(n_pairs, 2)
+    m_part = _rows.segment_sum(valid.astype(dtype), seg_part, n_labels, rows).reshape(n_pairs, 2)
+    m_union = m_part.sum(-1)
+    safe = lambda x: jnp.maximum(x, 1.0)  # noqa: E731  (unused pairs: finite junk, never accepted)
+    ratio = (
+        jnp.log(state.alpha)
+        + gammaln(safe(n_part)).sum(-1)
+        - gammaln(safe(union.size))
+        + lm_part.sum(-1)
+        - lm_union
+        + jnp.log(0.5)
+        - jnp.log(safe(m_part)).sum(-1)
+        + jnp.log(safe(m_union))
+        + jnp.log(safe(m_union - 1.0))
+        - log_q
+    )
+
+    # (rows split over devices without any partner: nothing to gather, nothing blocked, no weight)
+    if rows is not None and not rows.partners:
+        return ratio, jnp.zeros((n_pairs,), bool), m_union, (part0, part1, union)
+    partners, weights = data.partners, data.partner_w
+    has = (partners >= 0) & valid[:, None]
+    p_lab = jnp.where(has, pairs.label_of_slot[_rows.gather(z, rows)][jnp.maximum(partners, 0)], -1)
+    hard = jnp.isneginf(weights)
+    across = has & hard & (p_lab // 2 == pair[:, None]) & (p_lab != lab[:, None])
+    blocked = _rows.segment_max(jnp.any(across, -1), pseg, n_pairs, rows) > 0
+    p_part = _rows.gather(part, rows)[jnp.maximum(partners, 0)]
+    cross = has & ~hard & (p_lab // 2 == pair[:, None]) & (p_part != part[:, None])
+    w_cross = 0.5 * _rows.segment_sum(jnp.sum(jnp.where(cross, weights, 0.0), -1), pseg, n_pairs, rows)
+    if data.spill.shape[0]:  # hubs' further partners (one device only: _state.spill_terms)
+        q, owner = data.spill, jnp.maximum(data.spill_owner, 0)
+        has = (q >= 0) & ((data.spill_owner >= 0) & valid[owner])[:, None]
+        q_lab = jnp.where(has, lab[jnp.maximum(q, 0)], -1)
+        hard = jnp.isneginf(data.spill_w)
+        at_pair = has & (q_lab // 2 == pair[owner][:, None])
+        across = at_pair & hard & (q_lab != lab[owner][:, None])
+        cross = at_pair & ~hard & (part[jnp.maximum(q, 0)] != part[owner][:, None])
+        seg = jnp.where(data.spill_owner >= 0, pseg[owner], n_pairs)  # unused rows: no pair
+        blocked = blocked | (_rows.segment_max(jnp.any(across, -1), seg, n_pairs, None) > 0)
+        w_spill = jnp.sum(jnp.where(cross, data.spill_w, 0.0), -1)
+        w_cross = w_cross + 0.5 * _rows.segment_sum(w_spill, seg, n_pairs, None)
+    return ratio - w_cross, blocked, m_union, (part0, part1, union)
+
+
+def accept(can_split, can_merge, ratio, log_u, pairs: Pairs, occupied, overflow):
+    """6. Acceptance, sequentially over pairs (``K`` = occupied components just before each move): a split
+    with ``log_u < ratio - ln(L - K)`` takes the first free slot (none free: ``overflow``, not applied), a
+    merge with ``log_u < -ratio + ln(L - K + 1)`` frees the other side's slot. Returns ``(did_split (P,),
+    did_merge (P,), new_slot (P,), overflow)``."""
+    V = occupied.shape[0]
+    n_labels = 2 * V
+    dtype = ratio.dtype
+
+    def step(carry, x):
+        K, free, overflow = carry
+        split_ok, merge_ok, r, lu, other = x
+        want_split = split_ok & (lu < r - jnp.log(n_labels - K))
+        has_free = jnp.any(free)
+        new_slot = jnp.argmax(free).astype(jnp.int32)
+        do_split = want_split & has_free
+        do_merge = merge_ok & (lu < -r + jnp.log(n_labels - K + 1.0))
+        free = free.at[new_slot].set(free[new_slot] & ~do_split)
+        free = free.at[jnp.minimum(other, V - 1)].set(free[jnp.minimum(other, V - 1)] | do_merge)
+        K = K + do_split.astype(dtype) - do_merge.astype(dtype)
+        return (K, free, overflow | (want_split & ~has_free)), (do_split, do_merge, new_slot)
+
+    (_, _, overflow), (did_split, did_merge, new_slot) = jax.lax.scan(
+        step,
+        (jnp.sum(occupied).astype(dtype), ~occupied, overflow),
+        (can_split, can_merge, ratio, log_u, pairs.other_slot),
+    )
+    return did_split, did_merge, new_slot, overflow
+
+
 def split_merge(
     key, state: _state.GibbsState, data: _state.GroupData, family, *, n_steps: int = KMEANS_STEPS, rows=None
 ):
-    """One round of split-merge proposals over all components (see the module docstring).
+    """One round of split-merge proposals over all components (see the module docstring), in the stages
+    :func:`pairing`, :func:`seeds`, :func:`launch`, :func:`proposal`, :func:`log_ratio`, :func:`accept`.
 
     Parameters
     ----------
@@ -194,7 +390,6 @@ def split_merge(
     n_labels, n_pairs = 2 * V, V
     dtype = state.counts.dtype
     valid = data.valid
-    row_id = _rows.row_ids(z.shape[0], rows)
     # few random-number call sites (each is a copy of the generator in the compiled program): the per-pair
     # draws from one call of 32-bit words, the per-row ones from another
     k_pairs, k_rows = jax.random.split(key)
@@ -204,143 +399,48 @@ def split_merge(
     bits = jax.random.bits(k_pairs, (n_words + n_sub,), jnp.uint32)
     u_rows = _rows.uniform(k_rows, z.shape + (2,), dtype, rows)  # (rows, 2): seed order, proposed side
 
-    # 1. pairing: occupied slots at uniformly random labels (a shuffle: sorting 32-bit random keys)
     occupied = state.counts > 0
-    label_of_slot = jnp.argsort(bits[:n_labels])[:V].astype(jnp.int32)
-    slot_at = jnp.full((n_labels,), V, jnp.int32).at[label_of_slot].set(jnp.arange(V, dtype=jnp.int32))
-    occ_pair = jnp.concatenate([occupied, jnp.zeros((1,), bool)])[slot_at].reshape(n_pairs, 2)
-    is_merge = occ_pair[:, 0] & occ_pair[:, 1]
-    is_split = occ_pair[:, 0] ^ occ_pair[:, 1]
-    orient = (bits[n_labels : n_labels + n_pairs] >> 31).astype(jnp.int32)  # a fair coin per pair
-    keep = jnp.where(is_merge, orient, jnp.where(occ_pair[:, 0], 0, 1))  # side that keeps / seeds left
-    pair_slots = slot_at.reshape(n_pairs, 2)
-    keep_slot = pair_slots[jnp.arange(n_pairs), keep]
-    other_slot = pair_slots[jnp.arange(n_pairs), 1 - keep]
-
-    lab = label_of_slot[z]
-    pair, side = lab // 2, lab % 2
-    seg_lab = jnp.where(valid, lab, n_labels)
-    pseg = jnp.where(valid, pair, n_pairs)
-
-    # seeds: the first and second group of each label in a uniformly random order
-    u = jnp.where(valid, u_rows[:, 0], 2.0)
-    first_u = _rows.segment_min(u, seg_lab, n_labels, rows)
-    is_first = valid & (u == first_u[lab])
-    second_u = _rows.segment_min(jnp.where(is_first, 2.0, u), seg_lab, n_labels, rows)
-    is_second = valid & ~is_first & (u == second_u[lab])
-    on_keep = side == keep[pair]
-    is_i = is_first & on_keep
-    is_j = jnp.where(is_split[pair], is_second & on_keep, is_first & ~on_keep)
-    i_row = _rows.segment_max(jnp.where(is_i, row_id, -1), pseg, n_pairs, rows)
-    j_row = _rows.segment_max(jnp.where(is_j, row_id, -1), pseg, n_pairs, rows)
-
-    # 2-3. launch on every pair's union; the proposed split (split pairs) or the current one (merge pairs)
+    pairs = pairing(bits, occupied)
+    lab = pairs.label_of_slot[z]
+    pair = lab // 2
+    seeded, (i_row, j_row) = seeds(u_rows[:, 0], lab, pairs, valid, _rows.row_ids(z.shape[0], rows), rows)
+    # the launch on every pair's union: the proposed split (split pairs) or the current one (merge pairs)
     feat, within = family.split_view(data.stats)
-    size = data.stats.size
-    logit = _launch(bits[n_words:], feat, within, size, pair, valid, i_row, j_row, n_pairs, n_steps, rows)
-    drawn = u_rows[:, 1] < jax.nn.sigmoid(logit)
-    part = jnp.where(is_split[pair], drawn, ~on_keep)
-    part = jnp.where(is_i, False, jnp.where(is_j, True, part)).astype(jnp.int32)
-    seeded = is_i | is_j
-    log_q_row = jnp.where(part == 1, jax.nn.log_sigmoid(logit), jax.nn.log_sigmoid(-logit))
-    log_q = _rows.segment_sum(jnp.where(valid & ~seeded, log_q_row, 0.0), pseg, n_pairs, rows)
-
-    # collapsed posterior of the two parts and of their union
-    seg_part = jnp.where(valid, 2 * pair + part, n_labels)
-    parts = family.segment_stats(seg_part, data.stats, n_labels, _rows.axis_name(rows))
-    part0 = jax.tree.map(lambda a: a[0::2], parts)
-    part1 = jax.tree.map(lambda a: a[1::2], parts)
-    union = family.combine_stats(part0, part1)
-    lm_part = family.log_marginal(family.slots_from_stats(parts)).reshape(n_pairs, 2)
-    lm_union = family.log_marginal(family.slots_from_stats(union))
-    n_part = parts.size.reshape(n_pairs, 2)
-    m_part = _rows.segment_sum(valid.astype(dtype), seg_part, n_labels, rows).reshape(n_pairs, 2)
-    m_union = m_part.sum(-1)
-    safe = lambda x: jnp.maximum(x, 1.0)  # noqa: E731  (unused pairs: finite junk, never accepted)
-    log_ratio = (
-        jnp.log(state.alpha)
-        + gammaln(safe(n_part)).sum(-1)
-        - gammaln(safe(union.size))
-        + lm_part.sum(-1)
-        - lm_union
-        + jnp.log(0.5)
-        - jnp.log(safe(m_part)).sum(-1)
-        + jnp.log(safe(m_union))
-        + jnp.log(safe(m_union - 1.0))
-        - log_q
+    logit = launch(
+        bits[n_words:], feat, within, data.stats.size, pair, valid, i_row, j_row, n_pairs, n_steps, rows
     )
-
-    # cannot-links between the two components of a merge pair block it; soft answers between the two parts
-    # weigh the move: a split makes them "apart", so ln p(A | z') - ln p(A | z) = -(their summed weights)
-    # (rows split over devices without any partner: nothing to gather, nothing blocked, no weight)
-    if rows is None or rows.partners:
-        partners, weights = data.partners, data.partner_w
-        has = (partners >= 0) & valid[:, None]
-        p_lab = jnp.where(has, label_of_slot[_rows.gather(z, rows)][jnp.maximum(partners, 0)], -1)
-        hard = jnp.isneginf(weights)
-        across = has & hard & (p_lab // 2 == pair[:, None]) & (p_lab != lab[:, None])
-        blocked = _rows.segment_max(jnp.any(across, -1), pseg, n_pairs, rows) > 0
-        p_part = _rows.gather(part, rows)[jnp.maximum(partners, 0)]
-        cross = has & ~hard & (p_lab // 2 == pair[:, None]) & (p_part != part[:, None])
-        w_cross = 0.5 * _rows.segment_sum(jnp.sum(jnp.where(cross, weights, 0.0), -1), pseg, n_pairs, rows)
-        if data.spill.shape[0]:  # hubs' further partners (one device only: _state.spill_terms)
-            q, owner = data.spill, jnp.maximum(data.spill_owner, 0)
-            has = (q >= 0) & ((data.spill_owner >= 0) & valid[owner])[:, None]
-            q_lab = jnp.where(has, lab[jnp.maximum(q, 0)], -1)
-            hard = jnp.isneginf(data.spill_w)
-            at_pair = has & (q_lab // 2 == pair[owner][:, None])
-            across = at_pair & hard & (q_lab != lab[owner][:, None])
-            cross = at_pair & ~hard & (part[jnp.maximum(q, 0)] != part[owner][:, None])
-            seg = jnp.where(data.spill_owner >= 0, pseg[owner], n_pairs)  # unused rows: no pair
-            blocked = blocked | (_rows.segment_max(jnp.any(across, -1), seg, n_pairs, None) > 0)
-            w_spill = jnp.sum(jnp.where(cross, data.spill_w, 0.0), -1)
-            w_cross = w_cross + 0.5 * _rows.segment_sum(w_spill, seg, n_pairs, None)
-        log_ratio = log_ratio - w_cross
-    else:
-        blocked = jnp.zeros((n_pairs,), bool)
-
-    # 4. sequential acceptance (only K, the free slots and the overflow flag are carried)
-    can_split = is_split & (m_union >= 2)
-    can_merge = is_merge & ~blocked
+    part, log_q = proposal(logit, u_rows[:, 1], pairs, lab, seeded, valid, rows)
+    ratio, blocked, m_union, (part0, part1, union) = log_ratio(
+        state, data, family, pairs, lab, part, log_q, rows
+    )
+    can_split = pairs.is_split & (m_union >= 2)
+    can_merge = pairs.is_merge & ~blocked
     log_u = jnp.log((bits[n_labels + n_pairs : n_words] >> 8).astype(dtype) * 2.0**-24)  # uniform on [0, 1)
-    n_occupied = jnp.sum(occupied).astype(dtype)
-
-    def accept(carry, x):
-        K, free, overflow = carry
-        split_ok, merge_ok, r, lu, other = x
-        want_split = split_ok & (lu < r - jnp.log(n_labels - K))
-        has_free = jnp.any(free)
-        new_slot = jnp.argmax(free).astype(jnp.int32)
-        do_split = want_split & has_free
-        do_merge = merge_ok & (lu < -r + jnp.log(n_labels - K + 1.0))
-        free = free.at[new_slot].set(free[new_slot] & ~do_split)
-        free = free.at[jnp.minimum(other, V - 1)].set(free[jnp.minimum(other, V - 1)] | do_merge)
-        K = K + do_split.astype(dtype) - do_merge.astype(dtype)
-        return (K, free, overflow | (want_split & ~has_free)), (do_split, do_merge, new_slot)
-
-    (_, _, overflow), (did_split, did_merge, new_slot) = jax.lax.scan(
-        accept, (n_occupied, ~occupied, state.overflow), (can_split, can_merge, log_ratio, log_u, other_slot)
+    did_split, did_merge, new_slot, overflow = accept(
+        can_split, can_merge, ratio, log_u, pairs, occupied, state.overflow
     )
+
+    # 7. apply: the moved groups, and the changed slots from the statistics above: merged-away slots emptied
+    # first (a later split may reuse one), then the kept slots, then the new ones
     moved = valid & (part == 1)
     z_new = jnp.where(moved & did_split[pair], new_slot[pair], z)
-    z_new = jnp.where(moved & did_merge[pair], keep_slot[pair], z_new).astype(jnp.int32)
+    z_new = jnp.where(moved & did_merge[pair], pairs.keep_slot[pair], z_new).astype(jnp.int32)
 
-    # the changed slots from the statistics above: merged-away slots emptied first (a later split may reuse
-    # one), then the kept slots, then the new ones
     def put(tree, idx, new):
         return jax.tree.map(lambda a, b: a.at[idx].set(b, mode="drop"), tree, new)
 
     empty = jax.tree.map(jnp.zeros_like, part1)
-    cleared = jnp.where(did_merge, other_slot, V)
-    kept = jnp.where(did_split | did_merge, keep_slot, V)
+    cleared = jnp.where(did_merge, pairs.other_slot, V)
+    kept = jnp.where(did_split | did_merge, pairs.keep_slot, V)
     created = jnp.where(did_split, new_slot, V)
     at_keep = jax.tree.map(lambda p0, un: jnp.where(_expand(did_split, p0), p0, un), part0, union)
-    stats_new = (empty, at_keep, part1)
     counts, slots = state.counts, state.slots
-    for idx, st in zip((cleared, kept, created), stats_new, strict=True):
+    for idx, st in zip((cleared, kept, created), (empty, at_keep, part1), strict=True):
         counts = counts.at[idx].set(st.size, mode="drop")
         slots = put(slots, idx, family.slots_from_stats(st))
-    moves = jnp.stack([jnp.sum(v.astype(jnp.int32)) for v in (can_split, did_split, is_merge, did_merge)])
+    moves = jnp.stack(
+        [jnp.sum(v.astype(jnp.int32)) for v in (can_split, did_split, pairs.is_merge, did_merge)]
+    )
     new = _state.GibbsState(
         z_new,
         counts,
