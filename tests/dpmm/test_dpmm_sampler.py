@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy.special import gammaln
 
 from jaxclust import DPMM, Constraints
-from jaxclust.dpmm import NormalGamma, chains, repair_labels, sample
+from jaxclust.dpmm import NormalGamma, chains, model, repair_labels, sample
 from jaxclust.dpmm import state as _state
 from jaxclust.errors import ConstraintConflictError, ConstraintError, InvalidInputError
 
@@ -368,3 +368,21 @@ def test_spill_rows_sample_as_a_wide_table_does():
         zg[c.group_of] = z  # group rows: a group's items share a label
         joint = [float(_state.init(zg, d, family, 2.0, 16).log_joint) for d in data]
         assert joint[0] == pytest.approx(joint[1], rel=1e-6)
+
+
+def test_a_fit_validates_its_data_once(monkeypatch):
+    """``DPMM.fit`` and ``sample`` check the data once (a copy and a scan of X each time otherwise), and the
+    estimator and the function draw the same samples."""
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("name"))
+        return check_array(*args, **kwargs)
+
+    check_array = model.check_array
+    monkeypatch.setattr(model, "check_array", counted)
+    fitted = DPMM(**KW).fit(X12)
+    assert calls == ["X"]
+    drawn = sample(0, X12, **KW)
+    assert calls == ["X", "X"]
+    np.testing.assert_array_equal(fitted.samples_, drawn.samples.reshape(fitted.samples_.shape))
