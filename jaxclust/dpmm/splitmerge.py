@@ -149,8 +149,8 @@ def launch(words, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_step
     mean = s1 / jnp.maximum(s0, 1e-30)
     dev2 = jnp.maximum(sq - s0 * mean**2, 0.0)
     scale = (s0 + SHRINK) / (dev2 + SHRINK * g_var)  # (P, D'): whitening of each union
-    seeds = (_rows.take(feat, jnp.maximum(i_row, 0), rows), _rows.take(feat, jnp.maximum(j_row, 0), rows))
-    centres = jnp.stack(seeds, axis=1).astype(dtype)
+    seed_feat = (_rows.take(feat, jnp.maximum(i_row, 0), rows), _rows.take(feat, jnp.maximum(j_row, 0), rows))
+    centres = jnp.stack(seed_feat, axis=1).astype(dtype)
 
     def assign(c):
         # the side whose centre is nearer in the pair's scaled distance: d_R - d_L = f . a_p + b_p with
