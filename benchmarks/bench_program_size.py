@@ -5,10 +5,14 @@ For each sampler this lowers and compiles it for the workload of the first-fit b
 D = 32, the sampler's default chains and thinning, 32 component slots; ``--n``/``--d`` change it) and prints
 JSON: the number of HLO instructions of the optimised program, of fusions (XLA's fused kernels), of scatters,
 gathers, sorts and while loops, and the seconds to lower and to compile. Counts are of the program XLA runs
-after its optimisations, so they are what the compile time and the kernel launches follow.
+after its optimisations, compiled with the options a fit uses (``chains.cpu_compiler_options``).
+``--fusion-emitters`` compiles the sub-cluster block with XLA's MLIR fusion emitters instead of the classic loop
+emitters a fit uses there. The classic emitters turn each scatter into a loop of its own, so counts under the two
+are not comparable; the compile seconds are.
 
     python benchmarks/bench_program_size.py
     python benchmarks/bench_program_size.py --n 2000 --d 35 --sampler collapsed
+    python benchmarks/bench_program_size.py --sampler subcluster --fusion-emitters
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ def program_counts(hlo: str) -> dict[str, int]:
     return {"instructions": n, **{op: ops[op] for op in OPS}}
 
 
-def measure(sampler: str, n: int, d: int, slots: int = 32) -> dict:
+def measure(sampler: str, n: int, d: int, slots: int = 32, fusion_emitters: bool = False) -> dict:
     import jax
     import jax.numpy as jnp
 
@@ -57,7 +61,9 @@ def measure(sampler: str, n: int, d: int, slots: int = 32) -> dict:
     states = chains._init_states(jnp.zeros((C, n), jnp.int32), data, family, jnp.float32(1.0), capacity=slots)
     alpha_prior = (jnp.float32(1.0), jnp.float32(1.0), jnp.asarray(False))
     spec = Kernel(sampler, split_merge=1, constrained=False)
-    options = chains._CPU_COMPILER_OPTIONS if jax.default_backend() == "cpu" else None
+    options = chains.cpu_compiler_options(sampler) if jax.default_backend() == "cpu" else None
+    if options and fusion_emitters:
+        options = {k: v for k, v in options.items() if k not in chains._CPU_SUBCLUSTER_OPTIONS}
     fn = jax.jit(chains._block, static_argnames=("n_sweeps", "spec", "rows"), compiler_options=options)
     t0 = time.perf_counter()
     lowered = fn.lower(
@@ -85,6 +91,7 @@ def measure(sampler: str, n: int, d: int, slots: int = 32) -> dict:
         "lower_seconds": round(t1 - t0, 2),
         "compile_seconds": round(t2 - t1, 2),
         "backend": jax.default_backend(),
+        "compiler_options": options,
     }
 
 
@@ -93,8 +100,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--d", type=int, default=32)
     ap.add_argument("--sampler", nargs="+", default=["subcluster", "collapsed"])
+    ap.add_argument(
+        "--fusion-emitters", action="store_true", help="XLA's MLIR fusion emitters for every block"
+    )
     args = ap.parse_args()
-    print(json.dumps([measure(s, args.n, args.d) for s in args.sampler], indent=1))
+    rows = [measure(s, args.n, args.d, fusion_emitters=args.fusion_emitters) for s in args.sampler]
+    print(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

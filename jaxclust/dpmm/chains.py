@@ -114,20 +114,53 @@ def _block(keys, states, data, family, alpha_prior, n_active, block, *, n_sweeps
 
 # XLA's CPU backend compiles the sampler's block faster at LLVM optimisation level 1 than at its default, and the
 # compiled block runs as fast (benchmarks/RESULTS.md, "first call"): on CPU compiling is most of what a notebook user
-# waits for on a first fit. Other backends keep their defaults.
+# waits for on a first fit. The sub-cluster block (large data, where a fit is a few seconds of compiling and about
+# one of sampling) also uses XLA's classic loop emitters instead of its MLIR fusion emitters: a third less
+# compile time for a few per cent more run time; the collapsed block (active sessions: one compile, many fits)
+# would run 15 % slower with them (RESULTS, "seventh round"). Other backends keep their defaults.
 _CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
+_CPU_SUBCLUSTER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+
+
+@functools.cache
+def _known(name: str, value) -> bool:
+    """Whether this jaxlib's XLA accepts the compile option (probed once, on a trivial program): the options
+    above are XLA debug options, which a later XLA may drop; that should cost compile time, not every fit."""
+    try:
+        jax.jit(lambda x: x + 1, compiler_options={name: value}).lower(jnp.zeros((), jnp.float32)).compile()
+    except jax.errors.JaxRuntimeError:
+        return False
+    return True
+
+
+def cpu_compiler_options(sampler: str | None = None) -> dict:
+    """The CPU compile options of a block of ``sampler`` (None: the other compiled pieces) that this jaxlib
+    knows (level 1 for every block, and the classic loop emitters for the sub-cluster one: see the comment
+    above ``_CPU_COMPILER_OPTIONS`` in this module)."""
+    wanted = dict(_CPU_COMPILER_OPTIONS)
+    if sampler == "subcluster":
+        wanted.update(_CPU_SUBCLUSTER_OPTIONS)
+    return {name: value for name, value in wanted.items() if _known(name, value)}
 
 
 def _jit(static_argnames):
-    """``jax.jit`` with :data:`_CPU_COMPILER_OPTIONS` when the default backend is the CPU."""
+    """``jax.jit`` with :func:`cpu_compiler_options` (of the ``spec`` argument's sampler) when the default
+    backend is the CPU."""
 
     def wrap(fun):
         default = jax.jit(fun, static_argnames=static_argnames)
-        cpu = jax.jit(fun, static_argnames=static_argnames, compiler_options=_CPU_COMPILER_OPTIONS)
+        cpu = {}  # by sampler, built on the first CPU call: probing the options needs a backend, import must not
 
         @functools.wraps(fun)
         def call(*args, **kwargs):
-            return (cpu if jax.default_backend() == "cpu" else default)(*args, **kwargs)
+            if jax.default_backend() != "cpu":
+                return default(*args, **kwargs)
+            spec = kwargs.get("spec")
+            sampler = None if spec is None else spec.sampler
+            if sampler not in cpu:
+                options = cpu_compiler_options(sampler)
+                cpu[sampler] = jax.jit(fun, static_argnames=static_argnames, compiler_options=options)
+            return cpu[sampler](*args, **kwargs)
 
         return call
 

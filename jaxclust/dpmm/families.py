@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, multigammaln
 
-from jaxclust.dpmm.alpha import gamma_draws
+from jaxclust.dpmm.draws import gamma_draws, normal_draws
 from jaxclust.errors import InvalidInputError
 
 __all__ = ["Family", "NormalGamma", "NormalInverseWishart", "DirichletMultinomial", "default_prior"]
@@ -302,8 +302,10 @@ class NormalGamma(eqx.Module):
     def segment_stats(self, seg: jax.Array, gs: NGStats, n_segments: int, axis_name=None) -> NGStats:
         """Statistics of each segment (``n_segments`` leading) of the group rows (``axis_name``: rows split
         over that mesh axis, see :mod:`jaxclust.dpmm.rows`)."""
-        n = _segsum(gs.size, seg, n_segments, axis_name)
-        xbar = _segsum(gs.size[:, None] * gs.mean, seg, n_segments, axis_name) / jnp.maximum(n, 1.0)[:, None]
+        # sizes and sums in one scatter (each scatter is a loop of its own in the compiled program)
+        m = gs.size[:, None]
+        sums = _segsum(jnp.concatenate([m, m * gs.mean], axis=1), seg, n_segments, axis_name)
+        n, xbar = sums[:, 0], sums[:, 1:] / jnp.maximum(sums[:, :1], 1.0)
         # scatter about the segment mean = within-group scatter + between-group part (two-pass, centred)
         dev2 = gs.size[:, None] * (gs.mean - xbar[jnp.clip(seg, 0, n_segments - 1)]) ** 2
         return NGStats(n, xbar, _segsum(gs.m2 + dev2, seg, n_segments, axis_name))
@@ -331,7 +333,7 @@ class NormalGamma(eqx.Module):
         k_lam, k_mu = jax.random.split(key)
         shape = jnp.broadcast_to(slots.shape[:, None], slots.rate.shape)
         lam = gamma_draws(k_lam, shape) / slots.rate
-        mu = slots.mean + jax.random.normal(k_mu, lam.shape, lam.dtype) / jnp.sqrt(slots.kappa[:, None] * lam)
+        mu = slots.mean + normal_draws(k_mu, lam.shape, lam.dtype) / jnp.sqrt(slots.kappa[:, None] * lam)
         return lam, mu
 
     def loglik_features(self, gs: NGStats) -> jax.Array:
@@ -508,8 +510,10 @@ class NormalInverseWishart(eqx.Module):
         return slots.cache + norm - 0.5 * dof * _logdet_pd(scale) - 0.5 * D * gs.size * _LOG_PI
 
     def segment_stats(self, seg: jax.Array, gs: NIWStats, n_segments: int, axis_name=None) -> NIWStats:
-        n = _segsum(gs.size, seg, n_segments, axis_name)
-        xbar = _segsum(gs.size[:, None] * gs.mean, seg, n_segments, axis_name) / jnp.maximum(n, 1.0)[:, None]
+        # sizes and sums in one scatter (each scatter is a loop of its own in the compiled program)
+        m = gs.size[:, None]
+        sums = _segsum(jnp.concatenate([m, m * gs.mean], axis=1), seg, n_segments, axis_name)
+        n, xbar = sums[:, 0], sums[:, 1:] / jnp.maximum(sums[:, :1], 1.0)
         dev = gs.mean - xbar[jnp.clip(seg, 0, n_segments - 1)]  # (rows, D)
         per_group = gs.scatter + gs.size[:, None, None] * dev[:, :, None] * dev[:, None, :]
         return NIWStats(n, xbar, _segsum(per_group, seg, n_segments, axis_name))
@@ -541,12 +545,12 @@ class NormalInverseWishart(eqx.Module):
         # Bartlett: A lower triangular, A_ii^2 ~ chi2(dof - i), A_ij ~ N(0, 1) below the diagonal
         dof_i = slots.dof[:, None] - jnp.arange(D, dtype=dtype)[None, :]
         diag = jnp.sqrt(2.0 * gamma_draws(k_chi, 0.5 * dof_i))
-        A = jnp.tril(jax.random.normal(k_off, (K, D, D), dtype), -1) + jax.vmap(jnp.diag)(diag)
+        A = jnp.tril(normal_draws(k_off, (K, D, D), dtype), -1) + jax.vmap(jnp.diag)(diag)
         L = jnp.linalg.cholesky(slots.scale)  # scale = L L^T; Lam = M M^T with M = L^-T A
         M = jax.scipy.linalg.solve_triangular(jnp.swapaxes(L, -1, -2), A, lower=False)
         lam = M @ jnp.swapaxes(M, -1, -2)
         # mu = mean + M^-T eps / sqrt(kappa), M^-T = L A^-T
-        eps = jax.random.normal(k_mu, (K, D, 1), dtype)
+        eps = normal_draws(k_mu, (K, D, 1), dtype)
         v = jax.scipy.linalg.solve_triangular(jnp.swapaxes(A, -1, -2), eps, lower=False)
         mu = slots.mean + (L @ v)[..., 0] / jnp.sqrt(slots.kappa)[:, None]
         logdet = 2.0 * jnp.sum(jnp.log(diag), -1) - 2.0 * jnp.sum(

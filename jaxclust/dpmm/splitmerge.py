@@ -143,9 +143,14 @@ def launch(words, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_step
     g_mean = red(jnp.sum(wf, 0)) / tot
     g_var = jnp.maximum(red(jnp.sum(sq_rows, 0)) / tot - g_mean**2, 0.0)
     g_var = jnp.maximum(g_var, 1e-6 * jnp.mean(g_var) + 1e-12)
-    s0 = red(_segsum(wt, seg, n_pairs))[:, None]
-    s1 = red(_segsum(wf, seg, n_pairs))
-    sq = red(_segsum(sq_rows, seg, n_pairs))  # (P, D'): shared by the union's and the sides' scatter
+    # one scatter for the three sums (each scatter is a loop of its own in the compiled program)
+    sums = red(_segsum(jnp.concatenate([wt[:, None], wf, sq_rows], axis=1), seg, n_pairs))
+    D = f.shape[1]
+    s0, s1, sq = (
+        sums[:, :1],
+        sums[:, 1 : D + 1],
+        sums[:, D + 1 :],
+    )  # sq (P, D'): the union's and sides' scatter
     mean = s1 / jnp.maximum(s0, 1e-30)
     dev2 = jnp.maximum(sq - s0 * mean**2, 0.0)
     scale = (s0 + SHRINK) / (dev2 + SHRINK * g_var)  # (P, D'): whitening of each union
@@ -164,8 +169,9 @@ def launch(words, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_step
 
     def centroid(side):
         seg2 = jnp.where(wt > 0, 2 * sp + side, 2 * n_pairs)
-        n = red(_segsum(wt, seg2, 2 * n_pairs))
-        c = red(_segsum(wf, seg2, 2 * n_pairs)) / jnp.maximum(n, 1e-30)[:, None]
+        sums = red(_segsum(jnp.concatenate([wt[:, None], wf], axis=1), seg2, 2 * n_pairs))
+        n = sums[:, 0]
+        c = sums[:, 1:] / jnp.maximum(n, 1e-30)[:, None]
         return c.reshape(n_pairs, 2, -1), n.reshape(n_pairs, 2)
 
     centres = jax.lax.fori_loop(0, n_steps, lambda _, c: centroid(assign(c))[0], centres)
@@ -238,9 +244,10 @@ def seeds(u, lab, pairs: Pairs, valid, row_id, rows=None):
     on_keep = side == pairs.keep[pair]
     is_i = is_first & on_keep
     is_j = jnp.where(pairs.is_split[pair], is_second & on_keep, is_first & ~on_keep)
-    i_row = _rows.segment_max(jnp.where(is_i, row_id, -1), pseg, n_pairs, rows)
-    j_row = _rows.segment_max(jnp.where(is_j, row_id, -1), pseg, n_pairs, rows)
-    return (is_i, is_j), (i_row, j_row)
+    ij_row = _rows.segment_max(
+        jnp.where(jnp.stack([is_i, is_j], 1), row_id[:, None], -1), pseg, n_pairs, rows
+    )
+    return (is_i, is_j), (ij_row[:, 0], ij_row[:, 1])
 
 
 def proposal(logit, u, pairs: Pairs, lab, seeded, valid, rows=None):
@@ -420,24 +427,35 @@ def split_merge(
         can_split, can_merge, ratio, log_u, pairs, occupied, state.overflow
     )
 
-    # 7. apply: the moved groups, and the changed slots from the statistics above: merged-away slots emptied
-    # first (a later split may reuse one), then the kept slots, then the new ones
+    # 7. apply: the moved groups, and the changed slots from the statistics above. Each slot takes one source:
+    # a new slot the moved part of its split, a kept slot the part that stays (a split) or the union (a merge),
+    # a merged-away slot nothing (unless a later split reuses it), any other slot itself. Sources are chosen
+    # by comparing slot ids and read by one gather per field: scatters would each be a loop of their own.
     moved = valid & (part == 1)
     z_new = jnp.where(moved & did_split[pair], new_slot[pair], z)
     z_new = jnp.where(moved & did_merge[pair], pairs.keep_slot[pair], z_new).astype(jnp.int32)
 
-    def put(tree, idx, new):
-        return jax.tree.map(lambda a, b: a.at[idx].set(b, mode="drop"), tree, new)
+    slot_ids = jnp.arange(V, dtype=jnp.int32)
 
-    empty = jax.tree.map(jnp.zeros_like, part1)
-    cleared = jnp.where(did_merge, pairs.other_slot, V)
-    kept = jnp.where(did_split | did_merge, pairs.keep_slot, V)
-    created = jnp.where(did_split, new_slot, V)
+    def pair_at(idx):  # (V,) the pair whose ``idx`` (P,) names each slot, -1 for none
+        hit = idx[None, :] == slot_ids[:, None]
+        return jnp.where(jnp.any(hit, 1), jnp.argmax(hit, 1), -1)
+
+    p_new = pair_at(jnp.where(did_split, new_slot, V))
+    p_kept = pair_at(jnp.where(did_split | did_merge, pairs.keep_slot, V))
+    cleared = jnp.any(jnp.where(did_merge, pairs.other_slot, V)[None, :] == slot_ids[:, None], 1)
+    # table rows: the V current slots, one empty slot, the P kept sides, the P moved parts
+    src = jnp.where(cleared, V, slot_ids)
+    src = jnp.where(p_kept >= 0, V + 1 + p_kept, src)
+    src = jnp.where(p_new >= 0, V + 1 + n_pairs + p_new, src)
     at_keep = jax.tree.map(lambda p0, un: jnp.where(_expand(did_split, p0), p0, un), part0, union)
-    counts, slots = state.counts, state.slots
-    for idx, st in zip((cleared, kept, created), (empty, at_keep, part1), strict=True):
-        counts = counts.at[idx].set(st.size, mode="drop")
-        slots = put(slots, idx, family.slots_from_stats(st))
+    empty = jax.tree.map(lambda a: jnp.zeros_like(a[:1]), part1)
+    new_stats = jax.tree.map(lambda *a: jnp.concatenate(a), empty, at_keep, part1)
+    table = jax.tree.map(
+        lambda a, b: jnp.concatenate([a, b.astype(a.dtype)]), state.slots, family.slots_from_stats(new_stats)
+    )
+    slots = jax.tree.map(lambda a: a[src], table)
+    counts = jnp.concatenate([state.counts, new_stats.size.astype(dtype)])[src]
     moves = jnp.stack(
         [jnp.sum(v.astype(jnp.int32)) for v in (can_split, did_split, pairs.is_merge, did_merge)]
     )

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 
 from jaxclust.dpmm import rows as _rows
 from jaxclust.dpmm import state as _state
-from jaxclust.dpmm.alpha import gamma_draws
+from jaxclust.dpmm.draws import gamma_draws
 
 __all__ = ["restricted_step", "categorical"]
 

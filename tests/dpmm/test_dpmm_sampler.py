@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 
+import jax
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -223,6 +224,17 @@ def test_a_hub_outgrowing_the_table_width_does_not_recompile(sampler):
         m.fit(X28, c, init_labels=m.final_labels_)
         assert all(c.check_assignment(z) == [] for z in m.samples_.reshape(-1, 28))
     assert chains.TRACE_COUNTER["block"] == before
+
+
+def test_cpu_compiler_options_drop_what_this_xla_does_not_know(monkeypatch):
+    """The compile-speed options are XLA debug options, which a later jaxlib may drop: the probe keeps the known
+    ones and skips an unknown one; the sub-cluster block adds its own."""
+    monkeypatch.setitem(chains._CPU_COMPILER_OPTIONS, "xla_no_such_option_anywhere", True)
+    got = chains.cpu_compiler_options()
+    assert got == {"xla_backend_optimization_level": 1}
+    assert chains.cpu_compiler_options("subcluster") == {**got, **chains._CPU_SUBCLUSTER_OPTIONS}
+    with pytest.raises(jax.errors.JaxRuntimeError, match="xla_no_such_option_anywhere"):
+        jax.jit(lambda x: x, compiler_options={"xla_no_such_option_anywhere": True}).lower(1.0).compile()
 
 
 def test_errors_name_the_culprit():
