@@ -143,14 +143,11 @@ def launch(words, feat, within, size, pair, valid, i_row, j_row, n_pairs, n_step
     g_mean = red(jnp.sum(wf, 0)) / tot
     g_var = jnp.maximum(red(jnp.sum(sq_rows, 0)) / tot - g_mean**2, 0.0)
     g_var = jnp.maximum(g_var, 1e-6 * jnp.mean(g_var) + 1e-12)
-    # one scatter for the three sums (each scatter is a loop of its own in the compiled program)
+    # one scatter for the three sums (each scatter is a loop of its own in the compiled program); sq (P, D') is
+    # shared by the union's and the sides' scatter
     sums = red(_segsum(jnp.concatenate([wt[:, None], wf, sq_rows], axis=1), seg, n_pairs))
     D = f.shape[1]
-    s0, s1, sq = (
-        sums[:, :1],
-        sums[:, 1 : D + 1],
-        sums[:, D + 1 :],
-    )  # sq (P, D'): the union's and sides' scatter
+    s0, s1, sq = sums[:, :1], sums[:, 1 : D + 1], sums[:, D + 1 :]
     mean = s1 / jnp.maximum(s0, 1e-30)
     dev2 = jnp.maximum(sq - s0 * mean**2, 0.0)
     scale = (s0 + SHRINK) / (dev2 + SHRINK * g_var)  # (P, D'): whitening of each union
@@ -276,8 +273,9 @@ def log_ratio(
     term): the collapsed posterior of the two parts against their union, the seeds' and the launch's proposal
     terms (:func:`seeds`, :func:`proposal`) and the soft answers between the parts (a split makes them
     "apart": ``- W``, ``W`` their summed log-weights). Returns ``(log_ratio (P,), blocked (P,) bool, m_union
-    (P,) groups per union, (part0, part1, union) statistics)``; ``blocked``: a cannot-link joins the two
-    components of a merge pair (prior 0)."""
+    (P,) groups per union, sizes, slots)``: ``sizes`` the item counts and ``slots`` the posterior parameters of
+    (part0, part1, union), each with P rows; ``blocked``: a cannot-link joins the two components of a merge
+    pair (prior 0)."""
     z, valid, dtype = state.z, data.valid, state.counts.dtype
     n_pairs = pairs.is_merge.shape[0]
     n_labels = 2 * n_pairs
@@ -285,21 +283,29 @@ def log_ratio(
     pseg = jnp.where(valid, pair, n_pairs)
     seg_part = jnp.where(valid, 2 * pair + part, n_labels)
     parts = family.segment_stats(seg_part, data.stats, n_labels, _rows.axis_name(rows))
-    part0 = jax.tree.map(lambda a: a[0::2], parts)
-    part1 = jax.tree.map(lambda a: a[1::2], parts)
-    union = family.combine_stats(part0, part1)
-    lm_part = family.log_marginal(family.slots_from_stats(parts)).reshape(n_pairs, 2)
-    lm_union = family.log_marginal(family.slots_from_stats(union))
-    n_part = parts.size.reshape(n_pairs, 2)
+    union = family.combine_stats(*(jax.tree.map(lambda a, k=k: a[k::2], parts) for k in (0, 1)))
+    # the parts (2P rows) and the unions (P) through one slot update, one log-marginal and one log-gamma: each
+    # call site is a copy of the special functions' expansions in the compiled program
+    both = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), parts, union)
+    slots = family.slots_from_stats(both)
+    lm, lg = family.log_marginal(slots), gammaln(jnp.maximum(both.size, 1.0))  # unused pairs: finite junk
+
+    def split(tree):  # rows of ``both`` -> (part0, part1, union)
+        rows_of = (slice(0, n_labels, 2), slice(1, n_labels, 2), slice(n_labels, None))
+        return tuple(jax.tree.map(lambda a, r=r: a[r], tree) for r in rows_of)
+
+    sizes, lm, lg, slots = split(both.size), split(lm), split(lg), split(slots)
     m_part = _rows.segment_sum(valid.astype(dtype), seg_part, n_labels, rows).reshape(n_pairs, 2)
     m_union = m_part.sum(-1)
     safe = lambda x: jnp.maximum(x, 1.0)  # noqa: E731  (unused pairs: finite junk, never accepted)
     ratio = (
         jnp.log(state.alpha)
-        + gammaln(safe(n_part)).sum(-1)
-        - gammaln(safe(union.size))
-        + lm_part.sum(-1)
-        - lm_union
+        + lg[0]
+        + lg[1]
+        - lg[2]
+        + lm[0]
+        + lm[1]
+        - lm[2]
         + jnp.log(0.5)
         - jnp.log(safe(m_part)).sum(-1)
         + jnp.log(safe(m_union))
@@ -309,7 +315,7 @@ def log_ratio(
 
     # (rows split over devices without any partner: nothing to gather, nothing blocked, no weight)
     if rows is not None and not rows.partners:
-        return ratio, jnp.zeros((n_pairs,), bool), m_union, (part0, part1, union)
+        return ratio, jnp.zeros((n_pairs,), bool), m_union, sizes, slots
     partners, weights = data.partners, data.partner_w
     has = (partners >= 0) & valid[:, None]
     p_lab = jnp.where(has, pairs.label_of_slot[_rows.gather(z, rows)][jnp.maximum(partners, 0)], -1)
@@ -331,7 +337,7 @@ def log_ratio(
         blocked = blocked | (_rows.segment_max(jnp.any(across, -1), seg, n_pairs, None) > 0)
         w_spill = jnp.sum(jnp.where(cross, data.spill_w, 0.0), -1)
         w_cross = w_cross + 0.5 * _rows.segment_sum(w_spill, seg, n_pairs, None)
-    return ratio - w_cross, blocked, m_union, (part0, part1, union)
+    return ratio - w_cross, blocked, m_union, sizes, slots
 
 
 def accept(can_split, can_merge, ratio, log_u, pairs: Pairs, occupied, overflow):
@@ -417,7 +423,7 @@ def split_merge(
         bits[n_words:], feat, within, data.stats.size, pair, valid, i_row, j_row, n_pairs, n_steps, rows
     )
     part, log_q = proposal(logit, u_rows[:, 1], pairs, lab, seeded, valid, rows)
-    ratio, blocked, m_union, (part0, part1, union) = log_ratio(
+    ratio, blocked, m_union, sizes, (slot0, slot1, slot_union) = log_ratio(
         state, data, family, pairs, lab, part, log_q, rows
     )
     can_split = pairs.is_split & (m_union >= 2)
@@ -448,14 +454,18 @@ def split_merge(
     src = jnp.where(cleared, V, slot_ids)
     src = jnp.where(p_kept >= 0, V + 1 + p_kept, src)
     src = jnp.where(p_new >= 0, V + 1 + n_pairs + p_new, src)
-    at_keep = jax.tree.map(lambda p0, un: jnp.where(_expand(did_split, p0), p0, un), part0, union)
-    empty = jax.tree.map(lambda a: jnp.zeros_like(a[:1]), part1)
-    new_stats = jax.tree.map(lambda *a: jnp.concatenate(a), empty, at_keep, part1)
+    at_keep = jax.tree.map(lambda p0, un: jnp.where(_expand(did_split, p0), p0, un), slot0, slot_union)
+    empty = jax.tree.map(lambda a: a[None], family.prior_slot())
     table = jax.tree.map(
-        lambda a, b: jnp.concatenate([a, b.astype(a.dtype)]), state.slots, family.slots_from_stats(new_stats)
+        lambda a, *new: jnp.concatenate([a, *(b.astype(a.dtype) for b in new)]),
+        state.slots,
+        empty,
+        at_keep,
+        slot1,
     )
     slots = jax.tree.map(lambda a: a[src], table)
-    counts = jnp.concatenate([state.counts, new_stats.size.astype(dtype)])[src]
+    n_keep = jnp.where(did_split, sizes[0], sizes[2])
+    counts = jnp.concatenate([state.counts, jnp.zeros((1,), dtype), n_keep, sizes[1]])[src]
     moves = jnp.stack(
         [jnp.sum(v.astype(jnp.int32)) for v in (can_split, did_split, pairs.is_merge, did_merge)]
     )
