@@ -117,7 +117,7 @@ def _block(keys, states, data, family, alpha_prior, n_active, block, *, n_sweeps
 # waits for on a first fit. The sub-cluster block (large data, where a fit is a few seconds of compiling and about
 # one of sampling) also uses XLA's classic loop emitters instead of its MLIR fusion emitters: a third less
 # compile time for a few per cent more run time; the collapsed block (active sessions: one compile, many fits)
-# would run 15 % slower with them (RESULTS, "seventh round"). Other backends keep their defaults.
+# would run 16 % slower with them (RESULTS, "seventh round"). Other backends keep their defaults.
 _CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
 _CPU_SUBCLUSTER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
 
