@@ -114,10 +114,10 @@ def _block(keys, states, data, family, alpha_prior, n_active, block, *, n_sweeps
 
 # XLA's CPU backend compiles the sampler's block faster at LLVM optimisation level 1 than at its default, and the
 # compiled block runs as fast (benchmarks/RESULTS.md, "first call"): on CPU compiling is most of what a notebook user
-# waits for on a first fit. The sub-cluster block (large data, where a fit is a few seconds of compiling and about
-# one of sampling) also uses XLA's classic loop emitters instead of its MLIR fusion emitters: a third less
-# compile time for a few per cent more run time; the collapsed block (active sessions: one compile, many fits)
-# would run 16 % slower with them (RESULTS, "seventh round"). Other backends keep their defaults.
+# waits for on a first fit. The sub-cluster block (large data, where compiling is most of a fit) also uses XLA's
+# classic loop emitters instead of its MLIR fusion emitters: much less compile time for slightly slower runs; the
+# collapsed block (active sessions: one compile, many fits) would lose more run time than it saves (RESULTS,
+# "seventh round"). Other backends keep their defaults.
 _CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
 _CPU_SUBCLUSTER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
 

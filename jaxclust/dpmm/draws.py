@@ -89,7 +89,7 @@ def gamma_from_uniforms(shape: jax.Array, u: jax.Array, log: bool = False) -> ja
 def gamma_draw(key: jax.Array, shape: jax.Array, dtype=None) -> jax.Array:
     """One Gamma(shape, 1) draw (see the module docstring)."""
     dtype = dtype or jnp.result_type(shape, float)
-    return gamma_from_uniforms(jnp.asarray(shape, dtype), uniforms(key, (GAMMA_UNIFORMS,), dtype))
+    return gamma_from_uniforms(shape, uniforms(key, (GAMMA_UNIFORMS,), dtype))
 
 
 def gamma_draws(key: jax.Array, shape: jax.Array, log: bool = False) -> jax.Array:

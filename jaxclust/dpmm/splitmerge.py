@@ -449,7 +449,7 @@ def split_merge(
 
     p_new = pair_at(jnp.where(did_split, new_slot, V))
     p_kept = pair_at(jnp.where(did_split | did_merge, pairs.keep_slot, V))
-    cleared = jnp.any(jnp.where(did_merge, pairs.other_slot, V)[None, :] == slot_ids[:, None], 1)
+    cleared = pair_at(jnp.where(did_merge, pairs.other_slot, V)) >= 0
     # table rows: the V current slots, one empty slot, the P kept sides, the P moved parts
     src = jnp.where(cleared, V, slot_ids)
     src = jnp.where(p_kept >= 0, V + 1 + p_kept, src)
