@@ -18,6 +18,7 @@ from jax import lax
 from jax.scipy.special import entr
 
 from jaxclust.errors import InvalidInputError
+from jaxclust.transfer import to_device
 from jaxclust.validation import check_array
 
 __all__ = ["binary_entropy", "coclustering", "link_entropy", "least_squares_sample"]
@@ -157,7 +158,7 @@ def coclustering(samples, weights=None) -> jax.Array:
     labelled ``-1`` in a sample share a component in it), so the diagonal is exactly 1 whatever the labels.
     """
     z = as_samples(samples)
-    return _coclustering(jnp.asarray(z), as_sample_weights(weights, z.shape[0]))
+    return _coclustering(to_device(z), as_sample_weights(weights, z.shape[0]))
 
 
 def link_entropy(samples, weights=None) -> jax.Array:
@@ -166,4 +167,4 @@ def link_entropy(samples, weights=None) -> jax.Array:
     The diagonal is 0. See :func:`coclustering` for the arguments.
     """
     z = as_samples(samples)
-    return _link_entropy(jnp.asarray(z), as_sample_weights(weights, z.shape[0]))
+    return _link_entropy(to_device(z), as_sample_weights(weights, z.shape[0]))

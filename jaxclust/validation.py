@@ -6,6 +6,7 @@ Every check raises :class:`jaxclust.errors.InvalidInputError` with a message tha
 
 from __future__ import annotations
 
+import functools
 import numbers
 import sys
 from collections.abc import Iterable
@@ -433,6 +434,15 @@ def seed_from(random_state: Any) -> int:
     )
 
 
+@functools.cache
+def _key_program():
+    """``jax.random.key`` as one compiled program (eagerly it is two: the seed's copy to the device, then the
+    key), built on first use so that importing this module does not import JAX."""
+    import jax
+
+    return jax.jit(jax.random.key)
+
+
 def prng_key(random_state: Any = None):
     """A JAX PRNG key from ``random_state``: an existing key is returned as is, anything else goes via ``seed_from``."""
     import jax
@@ -443,7 +453,9 @@ def prng_key(random_state: Any = None):
         if random_state.dtype == np.uint32 and random_state.shape == (2,):  # legacy raw key
             return jax.random.wrap_key_data(random_state)
     seed = seed_from(random_state)
-    key = jax.random.key(seed & 0xFFFFFFFF)  # JAX keeps 32 bits of a seed: the high word is folded in
+    key = _key_program()(
+        np.uint32(seed & 0xFFFFFFFF)
+    )  # JAX keeps 32 bits of a seed: the high word is folded in
     return jax.random.fold_in(key, seed >> 32) if seed >> 32 else key
 
 

@@ -40,6 +40,7 @@ from jaxclust.coclustering import (
 from jaxclust.constraints import as_constraints, partner_capacity
 from jaxclust.errors import InvalidInputError
 from jaxclust.shapes import next_pow2
+from jaxclust.transfer import to_device
 from jaxclust.validation import check_index, check_int
 
 __all__ = ["coclustering", "link_entropy", "agreeing_samples", "top_entropy_pairs", "binary_entropy"]
@@ -202,7 +203,7 @@ def _dense_select(z, k, constraints, w, excl, block):
     # recompiles
     k_dev = min(next_pow2(k + len(excl)), n * (n - 1) // 2)
     h, r, c = _top_pairs(
-        jnp.asarray(z), w, jnp.asarray(group_of), jnp.asarray(partners), k=k_dev, block=min(block, n)
+        to_device(z), w, to_device(group_of), to_device(partners), k=k_dev, block=min(block, n)
     )
     h, r, c = np.asarray(h), np.asarray(r), np.asarray(c)
     order = np.lexsort((c, r, -h))  # deterministic tie-break independent of the block layout
@@ -459,12 +460,12 @@ def _dense_top(sg, comp, sample_of, wnp, w, K: int, block: int, method: str):
         wcomp[1 : len(sample_of) + 1] = wnp[pos][sample_of]
         dtype = "bfloat16" if wnp.max() <= 256 and jax.default_backend() != "cpu" else "float32"
         h, r, c = _dense_top_matmul(
-            jnp.asarray(cid), jnp.asarray(wcomp), w, jnp.int32(m), k=K, block=blk, dtype=dtype
+            to_device(cid), to_device(wcomp), w, jnp.int32(m), k=K, block=blk, dtype=dtype
         )
     else:
         labels = np.zeros((len(wnp), m_pad), np.int32)
         labels[pos, :m] = sg.labels.T
-        h, r, c = _dense_top_compare(jnp.asarray(labels), w, jnp.int32(m), k=K, block=blk)
+        h, r, c = _dense_top_compare(to_device(labels), w, jnp.int32(m), k=K, block=blk)
     h, r, c = np.asarray(h), np.asarray(r).astype(np.int64), np.asarray(c).astype(np.int64)
     fin = np.isfinite(h)
     h, r, c = h[fin], r[fin], c[fin]

@@ -33,6 +33,7 @@ from jaxclust.dpmm import state as _state
 from jaxclust.dpmm.kernels import Kernel, iterate
 from jaxclust.dpmm.rows import RowAxis, resolve_mesh
 from jaxclust.errors import InvalidInputError
+from jaxclust.transfer import to_device
 
 __all__ = [
     "ChainResult",
@@ -127,7 +128,9 @@ def _known(name: str, value) -> bool:
     """Whether this jaxlib's XLA accepts the compile option (probed once, on a trivial program): the options
     above are XLA debug options, which a later XLA may drop; that should cost compile time, not every fit."""
     try:
-        jax.jit(lambda x: x + 1, compiler_options={name: value}).lower(jnp.zeros((), jnp.float32)).compile()
+        jax.jit(lambda x: x + 1, compiler_options={name: value}).lower(
+            jax.ShapeDtypeStruct((), jnp.float32)
+        ).compile()
     except jax.errors.JaxRuntimeError:
         return False
     return True
@@ -238,6 +241,12 @@ def _init_states_rows(z, data, family, alpha, *, capacity, mesh, rows):
 
 
 _pad_states = jax.jit(_state.pad_capacity, static_argnames=("capacity",))
+
+
+@jax.jit
+def _summary(partners, valid):
+    """Whether any group has a partner, and the number of groups: one small program instead of three."""
+    return jnp.any(partners >= 0), jnp.sum(valid)
 
 
 def _fetch(tree):
@@ -382,13 +391,12 @@ def run_chains(
     """
     group_labels = np.asarray(group_labels, dtype=np.int32)
     n_chains = group_labels.shape[0]
-    any_partners = bool(_fetch(jnp.any(data.partners >= 0)))
+    any_partners, n_groups = (int(v) for v in _fetch(_summary(data.partners, data.valid)))
     if spec.sampler == "subcluster" and not spec.constrained and any_partners:
         raise InvalidInputError(
             "spec: Kernel('subcluster', constrained=False) would ignore the data's cannot-links and answers; "
             "use constrained=True"
         )
-    n_groups = int(_fetch(jnp.sum(data.valid)))
     n_rows = int(data.valid.shape[0])
     rows = None
     if mesh is not None:
@@ -416,15 +424,15 @@ def run_chains(
     # alpha fixed or inferred is a traced flag, so both share one compile
     infer = alpha_prior is not None
     a, b = alpha_prior if infer else (1.0, 1.0)
-    alpha_prior = (jnp.asarray(a, dtype), jnp.asarray(b, dtype), jnp.asarray(infer))
+    alpha_prior = (to_device(a, dtype), to_device(b, dtype), to_device(infer))
     if rows is not None:
         z0 = _global(group_labels, NamedSharding(mesh, P(None, rows.name)))
         states = _init_states_rows(
-            z0, data, family, jnp.asarray(alpha, dtype), capacity=capacity, mesh=mesh, rows=rows
+            z0, data, family, to_device(alpha, dtype), capacity=capacity, mesh=mesh, rows=rows
         )
     else:
         states = _init_states(
-            jnp.asarray(group_labels), data, family, jnp.asarray(alpha, dtype), capacity=capacity
+            to_device(group_labels), data, family, to_device(alpha, dtype), capacity=capacity
         )
         states = _shard(states, n_chains, mesh)
     chain_keys = jax.random.split(key, n_real)
@@ -450,8 +458,8 @@ def run_chains(
                 data,
                 family,
                 alpha_prior,
-                jnp.asarray(n_active),
-                jnp.asarray(b),
+                to_device(n_active, np.int32),
+                to_device(b, np.int32),
                 n_sweeps=thin,
                 spec=spec,
             )
@@ -474,9 +482,9 @@ def run_chains(
             capacity = grown_capacity(capacity, occupied, n_rows)
             growths += 1
             states = _grow(states, family, capacity, n_chains, mesh, rows)
-        if keep:
-            got = _fetch((states.z, states.log_joint, states.alpha, jnp.sum(states.counts > 0, -1)))
-            kept.append(tuple(a[:n_real] for a in got))
+        if keep:  # a kept block is a whole block: its last traced count is the kept sample's
+            got = _fetch((states.z, states.log_joint, states.alpha))
+            kept.append((*(a[:n_real] for a in got), trace[1][-1]))
     n_chains = n_real
     group_of = np.asarray(_fetch(data.group_of))
     final = relabel(np.asarray(_fetch(states.z))[:n_real][:, group_of])

@@ -59,6 +59,7 @@ from jax.sharding import PartitionSpec as P
 from jaxclust.dpmm import state as _state
 from jaxclust.dpmm.rows import ROW_AXIS, global_mesh, resolve_mesh
 from jaxclust.errors import DistributedError, InvalidInputError, JaxclustWarning
+from jaxclust.transfer import to_device
 
 __all__ = [
     "initialize",
@@ -320,14 +321,14 @@ def shard_data(
         valid=rows_of(np.arange(n) < n_groups, False, bool),
         partners=rows_of(partners, -1, np.int32),
         partner_w=rows_of(partner_w, 0.0, np_dtype),
-        spill=jnp.asarray(table.spill),
-        spill_w=jnp.asarray(table.spill_weights, dtype),
-        spill_owner=jnp.asarray(table.spill_owner),
+        spill=to_device(table.spill),
+        spill_w=to_device(table.spill_weights, dtype),
+        spill_owner=to_device(table.spill_owner),
         spill_span=rows_of(table.spill_span, 0, np.int32),
-        group_of=jnp.asarray(group_of),
-        n_items=jnp.asarray(n, dtype),
-        log_const=jnp.asarray(log_const, dtype),
+        group_of=to_device(group_of),
+        n_items=to_device(n, dtype),
+        log_const=to_device(log_const, dtype),
         colour=rows_of(colour, 0, np.int32),
-        n_colours=jnp.asarray(n_colours, jnp.int32),
+        n_colours=to_device(n_colours, jnp.int32),
         feat=feat,
     )

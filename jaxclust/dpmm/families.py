@@ -25,6 +25,7 @@ from jax.scipy.special import gammaln, multigammaln
 
 from jaxclust.dpmm.draws import gamma_draws, normal_draws
 from jaxclust.errors import InvalidInputError
+from jaxclust.transfer import to_device
 
 __all__ = ["Family", "NormalGamma", "NormalInverseWishart", "DirichletMultinomial", "default_prior"]
 
@@ -251,7 +252,7 @@ class NormalGamma(eqx.Module):
         return NGStats(size, mean, _group_sum(dev**2, group_of, n_rows))
 
     def astype(self, dtype) -> NormalGamma:
-        return jax.tree.map(lambda a: jnp.asarray(a, dtype), self)
+        return jax.tree.map(lambda a: to_device(a, dtype), self)
 
     # -- traced algebra -----------------------------------------------------------------------------------
     def _cached(self, kappa, shape, mean, rate) -> NGSlot:
@@ -462,7 +463,7 @@ class NormalInverseWishart(eqx.Module):
         return NIWStats(size, mean, _group_sum(dev[:, :, None] * dev[:, None, :], group_of, n_rows))
 
     def astype(self, dtype) -> NormalInverseWishart:
-        return jax.tree.map(lambda a: jnp.asarray(a, dtype), self)
+        return jax.tree.map(lambda a: to_device(a, dtype), self)
 
     def _cached(self, kappa, dof, mean, scale) -> NIWSlot:
         D = scale.shape[-1]
@@ -666,7 +667,7 @@ class DirichletMultinomial(eqx.Module):
         return DMStats(size, counts, counts.sum(1), _group_sum(coef, group_of, n_rows))
 
     def astype(self, dtype) -> DirichletMultinomial:
-        return jax.tree.map(lambda a: jnp.asarray(a, dtype), self)
+        return jax.tree.map(lambda a: to_device(a, dtype), self)
 
     def _cached(self, conc) -> DMSlot:
         return DMSlot(conc, gammaln(jnp.sum(conc, -1)) - jnp.sum(gammaln(conc), -1))

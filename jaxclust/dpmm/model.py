@@ -291,6 +291,12 @@ def _validate(
     )
 
 
+@jax.jit
+def _second_key(key):
+    """``jax.random.split(key)[1]`` as one small program (eagerly it is three)."""
+    return jax.random.split(key)[1]
+
+
 def _run(key, checked: _Checked, prior, init_labels, partner_capacity, dtype, progress) -> chains.ChainResult:
     """The fit itself, from validated arguments (see :func:`sample`)."""
     X, constraints, mesh = checked.X, checked.constraints, checked.mesh
@@ -301,7 +307,7 @@ def _run(key, checked: _Checked, prior, init_labels, partner_capacity, dtype, pr
     prepared = prepare_data(X, prior)
     family = prepared.family.astype(dtype)
     key = prng_key(key)
-    k_run = jax.random.split(key)[1]
+    k_run = _second_key(key)
     if init_labels is None:
         item_labels = np.zeros((n_chains, n), dtype=np.int64)
     else:

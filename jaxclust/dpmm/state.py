@@ -28,6 +28,7 @@ from jaxclust.constraints import MIN_PARTNER_CAPACITY, Constraints
 from jaxclust.constraints import partner_capacity as capacity_for
 from jaxclust.dpmm import rows as _rows
 from jaxclust.dpmm.alpha import escobar_west
+from jaxclust.transfer import to_device
 
 __all__ = [
     "GroupData",
@@ -134,23 +135,27 @@ def prepare(
     stats = family.group_stats(X, group_of, n)
     log_const = float(np.sum(stats.coef)) if hasattr(stats, "coef") else 0.0
     log_const += float(log_jacobian) + (0.0 if constraints is None else constraints.log_answer_constant)
-    stats = jax.tree.map(lambda a: jnp.asarray(a, dtype), stats)
+    stats = jax.tree.map(lambda a: to_device(a, dtype), stats)
     # one compiled function rather than an eager op (a compile each) per step of the formula
-    feat = jax.jit(type(family).loglik_features)(family, stats) if features else jnp.zeros((n, 0), dtype)
+    feat = (
+        jax.jit(type(family).loglik_features)(family, stats)
+        if features
+        else to_device(np.zeros((n, 0)), dtype)
+    )
     return GroupData(
         stats=stats,
-        valid=jnp.asarray(np.arange(n) < n_groups),
-        partners=jnp.asarray(table.partners),
-        partner_w=jnp.asarray(table.weights, dtype),
-        spill=jnp.asarray(table.spill),
-        spill_w=jnp.asarray(table.spill_weights, dtype),
-        spill_owner=jnp.asarray(table.spill_owner),
-        spill_span=jnp.asarray(table.spill_span),
-        group_of=jnp.asarray(group_of),
-        n_items=jnp.asarray(n, dtype),
-        log_const=jnp.asarray(log_const, dtype),
-        colour=jnp.asarray(colour),
-        n_colours=jnp.asarray(n_colours, jnp.int32),
+        valid=to_device(np.arange(n) < n_groups),
+        partners=to_device(table.partners),
+        partner_w=to_device(table.weights, dtype),
+        spill=to_device(table.spill),
+        spill_w=to_device(table.spill_weights, dtype),
+        spill_owner=to_device(table.spill_owner),
+        spill_span=to_device(table.spill_span),
+        group_of=to_device(group_of),
+        n_items=to_device(n, dtype),
+        log_const=to_device(log_const, dtype),
+        colour=to_device(colour),
+        n_colours=to_device(n_colours, np.int32),
         feat=feat,
     )
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from jaxclust.errors import InvalidInputError
 from jaxclust.shapes import next_pow2
+from jaxclust.transfer import to_device
 from jaxclust.validation import check_array, check_labels
 
 __all__ = ["silh_const", "silh_const_parts", "silh_const_scores", "silh_const_weights"]
@@ -120,10 +121,10 @@ def silh_const_scores(D, clusters, labeled_idx, labels, return_parts: bool = Fal
     q = int(codes.max()) + 1
     with jax.enable_x64(True):
         out = silh_const_parts(
-            jnp.asarray(D),
-            jnp.asarray(cl, jnp.int32),
-            jnp.asarray(labeled),
-            jnp.asarray(codes),
+            to_device(D),
+            to_device(cl, jnp.int32),
+            to_device(labeled),
+            to_device(codes),
             n_clusters=_bucket(k),
             n_classes=_bucket(q),
         )

@@ -37,6 +37,7 @@ from jaxclust.errors import InfeasibleConstraintsError
 from jaxclust.kmeans import common
 from jaxclust.kmeans.lloyd_kmeans import assign, kmeans_plusplus
 from jaxclust.shapes import next_pow2
+from jaxclust.transfer import to_device
 from jaxclust.validation import Int, Real, check_fitted, prng_key, validate_params
 
 __all__ = ["COPResult", "cop_kmeans", "PCKResult", "pck_kmeans", "COPKMeans", "PCKMeans"]
@@ -353,7 +354,7 @@ class _ConstrainedBase(ClusterMixin, BaseEstimator):
         X = common.check_X(self, X, reset=False)
         Xs, C, _ = common.scaled_centres(X, self.cluster_centers_)
         with common.x64_for(X):
-            labels, _ = assign(jnp.asarray(common.bucket_rows(Xs)), jnp.asarray(C))
+            labels, _ = assign(to_device(common.bucket_rows(Xs)), to_device(C))
             return np.asarray(labels[: X.shape[0]], dtype=np.int32)
 
     def fit_predict(self, X, constraints=None):
@@ -429,9 +430,9 @@ class COPKMeans(_ConstrainedBase):
         with common.x64_for(X):
             runs = _cop_restarts(
                 prng_key(self.random_state),
-                jnp.asarray(Xc),
-                jnp.asarray(c.group_of),
-                jnp.asarray(partners),
+                to_device(Xc),
+                to_device(c.group_of),
+                to_device(partners),
                 int(self.n_clusters),
                 int(self.n_init),
                 int(self.max_iter),
@@ -530,12 +531,12 @@ class PCKMeans(_ConstrainedBase):
         with common.x64_for(X):
             runs = _pck_restarts(
                 prng_key(self.random_state),
-                jnp.asarray(Xc),
-                jnp.asarray(points),
-                jnp.asarray(ml),
-                jnp.asarray(cl),
-                jnp.asarray(w_s, Xc.dtype),
-                jnp.asarray(w_bar_s, Xc.dtype),
+                to_device(Xc),
+                to_device(points),
+                to_device(ml),
+                to_device(cl),
+                to_device(w_s, Xc.dtype),
+                to_device(w_bar_s, Xc.dtype),
                 int(self.n_clusters),
                 int(self.n_init),
                 int(self.max_iter),

@@ -49,6 +49,7 @@ from jaxclust.kmeans.common import (
     unscale_sq,
     x64_for,
 )
+from jaxclust.transfer import to_device
 from jaxclust.validation import check_fitted, check_sample_weight, prng_key, reject_constraints_as_y
 
 __all__ = [
@@ -562,8 +563,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         tol = float(np.mean(np.var(X, axis=0)) * self.tol) if self.tol else 0.0
         key = prng_key(self.random_state)
         with x64_for(X):
-            Xj = jnp.asarray(bucket_rows(Xc))
-            wj = jnp.asarray(np.pad(w, (0, Xj.shape[0] - n))) if weighted else None
+            Xj = to_device(bucket_rows(Xc))
+            wj = to_device(np.pad(w, (0, Xj.shape[0] - n))) if weighted else None
             if init is None:
                 run = {"n_init": int(self.n_init), "max_iter": int(self.max_iter), "tol": tol, "n_valid": n}
                 if self.init == "k-means++":
@@ -574,7 +575,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             else:
                 res = lloyd(
                     Xj,
-                    jnp.asarray(init - mean),
+                    to_device(init - mean),
                     tol=tol,
                     max_iter=int(self.max_iter),
                     n_valid=n,
@@ -628,7 +629,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         X = check_X(self, X, reset=False)
         Xs, C, _ = scaled_centres(X, self.cluster_centers_)
         with x64_for(X):
-            labels, _ = assign(jnp.asarray(bucket_rows(Xs)), jnp.asarray(C))
+            labels, _ = assign(to_device(bucket_rows(Xs)), to_device(C))
             return np.asarray(labels[: X.shape[0]], dtype=np.int32)
 
     def _scaled_sq_distances(self, X, method):

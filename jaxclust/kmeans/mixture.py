@@ -34,6 +34,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
 from jaxclust.errors import InvalidInputError, NumericalError
 from jaxclust.kmeans.common import bucket_rows, check_X, x64_for
 from jaxclust.kmeans.lloyd_kmeans import kmeans
+from jaxclust.transfer import to_device
 from jaxclust.validation import (
     Int,
     Options,
@@ -413,7 +414,7 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
         ct = self.covariance_type
         n = X.shape[0]
         with x64_for(X):
-            Xj = jnp.asarray(bucket_rows(X))
+            Xj = to_device(bucket_rows(X))
             if self.means_init is not None and self.precisions_init is not None:
                 res = em(
                     Xj,
@@ -463,18 +464,16 @@ class GaussianMixture(ClusterMixin, DensityMixin, BaseEstimator):
 
     def _params(self, dtype):
         return GMMParams(
-            jnp.asarray(self.weights_, dtype),
-            jnp.asarray(self.means_, dtype),
-            jnp.asarray(self.covariances_, dtype),
+            to_device(self.weights_, dtype),
+            to_device(self.means_, dtype),
+            to_device(self.covariances_, dtype),
         )
 
     def _log_resp(self, X, method):
         check_fitted(self, "means_", method)
         X = check_X(self, X, reset=False)
         with x64_for(X):
-            joint = np.asarray(
-                _joint(jnp.asarray(bucket_rows(X)), self._params(X.dtype), self.covariance_type)
-            )
+            joint = np.asarray(_joint(to_device(bucket_rows(X)), self._params(X.dtype), self.covariance_type))
         joint = joint[: X.shape[0]]
         best = joint.max(axis=1)
         if not np.isfinite(best).all():
