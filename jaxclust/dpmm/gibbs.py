@@ -46,9 +46,10 @@ def _dim(stats) -> int:
 def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> GibbsState:
     """One sweep: every group once in a random order, then (optionally) alpha, then an exact refresh.
 
-    Groups with spill rows (hubs) are visited after the others, in a random order of their own: a loop over
-    exactly the hubs whose steps read spill rows, so the steps of all other groups carry no loop over them. The order
-    depends on the constraints, never on the state, so each step stays a Gibbs update of the same posterior.
+    Groups with spill rows (hubs) are visited after the others, in a random order of their own; only their steps
+    read spill rows (the other steps' loop over them has no iteration). One loop runs both passes, so the step is
+    compiled once. The order depends on the constraints, never on the state, so each step stays a Gibbs update of
+    the same posterior.
 
     Parameters
     ----------
@@ -81,13 +82,14 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
     movable = data.valid & (data.spill_span[:, 1] == 0) if n_spill_rows else data.valid
     movable_hub = data.valid & (data.spill_span[:, 1] > 0)
 
-    def step(carry, xs, hubs: bool):
+    def step(carry, xs, hubs):
+        # hubs: False without spill rows (no hub code at all), else a traced flag: this step is in the hubs' pass
         z, counts, slots, overflow = carry
         g, u = xs
         g = jnp.maximum(g, 0)  # the hub list's padding (-1) is a no-op step
         gs = jax.tree.map(lambda a: a[g], data.stats)
         m = gs.size
-        valid = movable_hub[g] & (xs[0] >= 0) if hubs else movable[g]
+        valid = movable[g] if hubs is False else jnp.where(hubs, movable_hub[g] & (xs[0] >= 0), movable[g])
         k_old = z[g]
         # remove the group from its slot (an emptied slot is reset to the prior exactly)
         c_old = counts[k_old] - m
@@ -111,8 +113,10 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
         partners = data.partners[g]
         partner_slot = jnp.where(partners >= 0, z[jnp.maximum(partners, 0)], -1)
         forbidden, soft = partner_terms(partner_slot, data.partner_w[g], slot_ids)
-        if hubs:  # a hub's further partners: a loop over its spill rows
-            first, n_spill = data.spill_span[g, 0], data.spill_span[g, 1]
+        if (
+            hubs is not False
+        ):  # a hub's further partners: a loop over its spill rows (none outside the hubs' pass)
+            first, n_spill = data.spill_span[g, 0], jnp.where(hubs, data.spill_span[g, 1], 0)
 
             def more(i, acc):
                 q = data.spill[first + i]
@@ -135,10 +139,12 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
         return (z, counts, slots, overflow), None
 
     carry = (state.z, state.counts, state.slots, state.overflow)
-    carry, _ = jax.lax.scan(lambda c, x: step(c, x, False), carry, (order, us))
-    if n_spill_rows:
-        # the hubs: each is the owner of the first of its spill rows, in a random order, then -1 padding; a
-        # loop over exactly the hubs (their count is the data's, the same for every chain), none without hubs
+    if not n_spill_rows:
+        carry, _ = jax.lax.scan(lambda c, x: step(c, x, False), carry, (order, us))
+    else:
+        # the hubs: each is the owner of the first of its spill rows, in a random order, then -1 padding; they
+        # are visited after all other groups, by the same loop (one compiled step), which runs exactly the
+        # hubs' steps after the others' (their count is the data's, the same for every chain)
         rows = jnp.arange(n_spill_rows)
         owner = data.spill_owner
         first = (owner >= 0) & (data.spill_span[jnp.maximum(owner, 0), 0] == rows)
@@ -147,8 +153,12 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
             jnp.argsort(jax.random.uniform(k_hub_order, (n_spill_rows,)) + 2.0 * ~first)
         ]
         u_hubs = jax.random.uniform(k_hub_u, (n_spill_rows,), dtype=dtype)
+        groups, uniforms = jnp.concatenate([order, hubs]), jnp.concatenate([us, u_hubs])
         carry = jax.lax.fori_loop(
-            0, jnp.sum(first), lambda i, c: step(c, (hubs[i], u_hubs[i]), True)[0], carry
+            0,
+            n_rows + jnp.sum(first),
+            lambda i, c: step(c, (groups[i], uniforms[i]), i >= n_rows)[0],
+            carry,
         )
     z, _, _, overflow = carry
     return finish(k_alpha, z, state._replace(overflow=overflow), data, family, alpha_prior)
