@@ -12,7 +12,9 @@ Parts (``--part``, default all):
   first iteration at which some chain is within 5 nats of the truth, and wall time (first fit in the process,
   compile included, and a second identical fit).
 * ``speed``: N = 20,000, D = 32, 20 blobs: ``DPMM().fit`` and the peer in a fresh subprocess; our first call
-  (compile included: what a notebook user feels) and second call, each as a ratio to the peer's time.
+  (compile included: what a notebook user feels) and second call, each as a ratio to the peer's time; the
+  first call's JAX compile events (``first_call_compile_events``: programs traced, lowered and compiled, with
+  their seconds).
 * ``scale``: N = 200,000, D = 128, 20 components, 200 iterations of the sub-cluster sampler, one chain, in a
   fresh subprocess, timed on the first call (compilation included) and on a second identical call
   (DPMMSubClusters, the reference implementation of this kind of sampler, reports 481 s for this workload in
@@ -164,14 +166,21 @@ t_peer = time.perf_counter() - t
 t0 = time.perf_counter()
 from jaxclust import DPMM  # imported before timing, as the peer is (jaxclust.dpmm imports JAX: about 1.5 s)
 t_import = time.perf_counter() - t0
+import jax
+events = {{}}  # JAX's compile events of the first call: count and seconds of tracing, lowering, compiling
+def on_event(event, seconds, **kwargs):
+    if event.startswith("/jax/core/compile/"):
+        c = events.setdefault(event.rsplit("/", 1)[-1], [0, 0.0]); c[0] += 1; c[1] += seconds
+jax.monitoring.register_event_duration_secs_listener(on_event)
 t0 = time.perf_counter()
 m = DPMM(random_state=0).fit(X)
 t_first = time.perf_counter() - t0
+first_call_events = {{k: [v[0], round(v[1], 3)] for k, v in events.items()}}
 t = time.perf_counter()
 m = DPMM(random_state=0).fit(X)
 t_second = time.perf_counter() - t
 print(json.dumps(dict(n={n}, peer_seconds=t_peer, peer_ari=ari(y, b.predict(X)), import_seconds=t_import,
-                      first_call_seconds=t_first,
+                      first_call_seconds=t_first, first_call_compile_events=first_call_events,
                       second_call_seconds=t_second, ari=ari(y, m.labels_), k=m.n_components_,
                       settings=m.settings_, first_ratio=t_first / t_peer, second_ratio=t_second / t_peer)))
 """

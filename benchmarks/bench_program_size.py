@@ -12,6 +12,7 @@ are not comparable; the compile seconds are.
 
     python benchmarks/bench_program_size.py
     python benchmarks/bench_program_size.py --n 2000 --d 35 --sampler collapsed
+    python benchmarks/bench_program_size.py --n 2000 --d 35 --sampler collapsed --chains 64
     python benchmarks/bench_program_size.py --sampler subcluster --fusion-emitters
 """
 
@@ -41,7 +42,9 @@ def program_counts(hlo: str) -> dict[str, int]:
     return {"instructions": n, **{op: ops[op] for op in OPS}}
 
 
-def measure(sampler: str, n: int, d: int, slots: int = 32, fusion_emitters: bool = False) -> dict:
+def measure(
+    sampler: str, n: int, d: int, slots: int = 32, fusion_emitters: bool = False, n_chains: int | None = None
+) -> dict:
     import jax
     import jax.numpy as jnp
 
@@ -57,7 +60,7 @@ def measure(sampler: str, n: int, d: int, slots: int = 32, fusion_emitters: bool
     family = prepared.family.astype(jnp.float32)
     data = _state.prepare(prepared.X, None, family, jnp.float32, features=sampler == "subcluster")
     settings = SAMPLER_DEFAULTS[sampler]
-    C, thin = settings["n_chains"], settings["thin"]
+    C, thin = n_chains or settings["n_chains"], settings["thin"]
     states = chains._init_states(jnp.zeros((C, n), jnp.int32), data, family, jnp.float32(1.0), capacity=slots)
     alpha_prior = (jnp.float32(1.0), jnp.float32(1.0), jnp.asarray(False))
     spec = Kernel(sampler, split_merge=1, constrained=False)
@@ -100,11 +103,15 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--d", type=int, default=32)
     ap.add_argument("--sampler", nargs="+", default=["subcluster", "collapsed"])
+    ap.add_argument("--chains", type=int, default=None, help="chains (default: the sampler's default)")
     ap.add_argument(
         "--fusion-emitters", action="store_true", help="XLA's MLIR fusion emitters for every block"
     )
     args = ap.parse_args()
-    rows = [measure(s, args.n, args.d, fusion_emitters=args.fusion_emitters) for s in args.sampler]
+    rows = [
+        measure(s, args.n, args.d, fusion_emitters=args.fusion_emitters, n_chains=args.chains)
+        for s in args.sampler
+    ]
     print(json.dumps(rows, indent=1))
 
 
