@@ -78,18 +78,22 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
     neg_inf = jnp.asarray(-jnp.inf, dtype)
 
     n_spill_rows = data.spill.shape[0]
-    # rows each scan moves: the first leaves hubs to the second (one gather per step, as without spill rows)
+    # rows each pass moves: the first leaves hubs to the second (one gather per step, as without spill rows)
     movable = data.valid & (data.spill_span[:, 1] == 0) if n_spill_rows else data.valid
     movable_hub = data.valid & (data.spill_span[:, 1] > 0)
 
-    def step(carry, xs, hubs):
-        # hubs: False without spill rows (no hub code at all), else a traced flag: this step is in the hubs' pass
+    def step(carry, xs, hub_pass):
+        # hub_pass: False without spill rows (no hub code at all), else a traced flag: the step is in the hubs' pass
         z, counts, slots, overflow = carry
         g, u = xs
         g = jnp.maximum(g, 0)  # the hub list's padding (-1) is a no-op step
         gs = jax.tree.map(lambda a: a[g], data.stats)
         m = gs.size
-        valid = movable[g] if hubs is False else jnp.where(hubs, movable_hub[g] & (xs[0] >= 0), movable[g])
+        valid = (
+            movable[g]
+            if hub_pass is False
+            else jnp.where(hub_pass, movable_hub[g] & (xs[0] >= 0), movable[g])
+        )
         k_old = z[g]
         # remove the group from its slot (an emptied slot is reset to the prior exactly)
         c_old = counts[k_old] - m
@@ -113,10 +117,9 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
         partners = data.partners[g]
         partner_slot = jnp.where(partners >= 0, z[jnp.maximum(partners, 0)], -1)
         forbidden, soft = partner_terms(partner_slot, data.partner_w[g], slot_ids)
-        if (
-            hubs is not False
-        ):  # a hub's further partners: a loop over its spill rows (none outside the hubs' pass)
-            first, n_spill = data.spill_span[g, 0], jnp.where(hubs, data.spill_span[g, 1], 0)
+        if hub_pass is not False:
+            # a hub's further partners: a loop over its spill rows (no iteration outside the hubs' pass)
+            first, n_spill = data.spill_span[g, 0], jnp.where(hub_pass, data.spill_span[g, 1], 0)
 
             def more(i, acc):
                 q = data.spill[first + i]
