@@ -20,5 +20,5 @@ def to_device(a, dtype=None) -> jax.Array:
     a JAX array (or a tracer) goes through ``jnp.asarray``."""
     if isinstance(a, jax.Array):
         return jnp.asarray(a, dtype)
-    host = np.asarray(a) if dtype is None else np.asarray(a, jax.dtypes.canonicalize_dtype(dtype))
+    host = np.asarray(a, dtype)
     return jax.device_put(host.astype(jax.dtypes.canonicalize_dtype(host.dtype), copy=False))

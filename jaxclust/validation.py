@@ -453,9 +453,8 @@ def prng_key(random_state: Any = None):
         if random_state.dtype == np.uint32 and random_state.shape == (2,):  # legacy raw key
             return jax.random.wrap_key_data(random_state)
     seed = seed_from(random_state)
-    key = _key_program()(
-        np.uint32(seed & 0xFFFFFFFF)
-    )  # JAX keeps 32 bits of a seed: the high word is folded in
+    # JAX keeps 32 bits of a seed: the high word is folded in
+    key = _key_program()(np.uint32(seed & 0xFFFFFFFF))
     return jax.random.fold_in(key, seed >> 32) if seed >> 32 else key
 
 

@@ -391,7 +391,8 @@ def run_chains(
     """
     group_labels = np.asarray(group_labels, dtype=np.int32)
     n_chains = group_labels.shape[0]
-    any_partners, n_groups = (int(v) for v in _fetch(_summary(data.partners, data.valid)))
+    has_partners, groups = _fetch(_summary(data.partners, data.valid))
+    any_partners, n_groups = bool(has_partners), int(groups)
     if spec.sampler == "subcluster" and not spec.constrained and any_partners:
         raise InvalidInputError(
             "spec: Kernel('subcluster', constrained=False) would ignore the data's cannot-links and answers; "

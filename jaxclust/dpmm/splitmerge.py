@@ -283,12 +283,13 @@ def log_ratio(
     pseg = jnp.where(valid, pair, n_pairs)
     seg_part = jnp.where(valid, 2 * pair + part, n_labels)
     parts = family.segment_stats(seg_part, data.stats, n_labels, _rows.axis_name(rows))
+    safe = lambda x: jnp.maximum(x, 1.0)  # noqa: E731  (unused pairs: finite junk, never accepted)
     union = family.combine_stats(*(jax.tree.map(lambda a, k=k: a[k::2], parts) for k in (0, 1)))
     # the parts (2P rows) and the unions (P) through one slot update, one log-marginal and one log-gamma: each
     # call site is a copy of the special functions' expansions in the compiled program
     both = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), parts, union)
     slots = family.slots_from_stats(both)
-    lm, lg = family.log_marginal(slots), gammaln(jnp.maximum(both.size, 1.0))  # unused pairs: finite junk
+    lm, lg = family.log_marginal(slots), gammaln(safe(both.size))
 
     def split(tree):  # rows of ``both`` -> (part0, part1, union)
         rows_of = (slice(0, n_labels, 2), slice(1, n_labels, 2), slice(n_labels, None))
@@ -297,7 +298,6 @@ def log_ratio(
     sizes, lm, lg, slots = split(both.size), split(lm), split(lg), split(slots)
     m_part = _rows.segment_sum(valid.astype(dtype), seg_part, n_labels, rows).reshape(n_pairs, 2)
     m_union = m_part.sum(-1)
-    safe = lambda x: jnp.maximum(x, 1.0)  # noqa: E731  (unused pairs: finite junk, never accepted)
     ratio = (
         jnp.log(state.alpha)
         + lg[0]
