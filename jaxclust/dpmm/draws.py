@@ -1,4 +1,4 @@
-"""Gamma and normal draws that compile small: straight-line transforms of one call's uniforms.
+"""Gamma, normal and categorical draws that compile small: straight-line transforms of one call's uniforms.
 
 Every random-number call site is a separate copy of the generator in a compiled program, and
 ``jax.random.gamma`` is a rejection loop per element, ``jax.random.normal`` an inverse-error-function
@@ -10,13 +10,15 @@ needs) and transform them without loops:
 - Gamma(shape, 1) by Marsaglia & Tsang (2000) with a fixed budget of :data:`N_TRY` proposals, run at
   ``shape + 1 >= 1`` (each try accepted with probability > 0.95) and boosted by ``U**(1/shape)`` (exact for any
   shape > 0). The chance that all tries are rejected is below 1e-10; then the last proposal is returned (a
-  negligible bias).
+  negligible bias);
+- a categorical index by inversion of cumulative sums computed as one matrix product (:func:`categorical`).
 
 Usage::
 
     u = uniforms(key, shapes.shape + (GAMMA_UNIFORMS,), jnp.float32)
     g = gamma_from_uniforms(shapes, u)          # or gamma_draws(key, shapes)
     x = normal_draws(key, (K, D), jnp.float32)
+    k = categorical(logits, uniforms(key, logits.shape[:-1], logits.dtype))
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ __all__ = [
     "gamma_from_uniforms",
     "gamma_draw",
     "gamma_draws",
+    "categorical",
 ]
 
 #: Proposals of one gamma draw.
@@ -97,3 +100,22 @@ def gamma_draws(key: jax.Array, shape: jax.Array, log: bool = False) -> jax.Arra
     shape = jnp.asarray(shape)
     dtype = jnp.result_type(shape, float)
     return gamma_from_uniforms(shape, uniforms(key, shape.shape + (GAMMA_UNIFORMS,), dtype), log)
+
+
+def categorical(logits: jax.Array, u: jax.Array) -> jax.Array:
+    """One draw from ``softmax(logits)`` (..., K) per leading index, by inversion with the uniforms ``u`` (...)
+    in [0, 1); int32 (...).
+
+    The cumulative sums are one matrix product with an upper-triangular matrix of ones, at full float precision
+    on every backend (XLA's ``cumsum`` is a slower reduce-window on the CPU). Column k sums
+    ``p_j [j <= k]`` with the same evaluation order for every column, and float addition is monotone, so the
+    sums are non-decreasing in k: the draw ``#{k : cdf_k <= u cdf_K}`` is the first column whose sum exceeds
+    ``u cdf_K`` (``u < 1`` keeps that below ``cdf_K``), a column of positive probability. A draw that lands on
+    a column of probability 0 anyway (a product evaluated in a column-dependent order) returns -1, which the
+    caller treats as "stay".
+    """
+    K = logits.shape[-1]
+    p = jnp.exp(logits - jnp.max(logits, -1, keepdims=True))
+    cdf = jnp.matmul(p, jnp.triu(jnp.ones((K, K), p.dtype)), precision=jax.lax.Precision.HIGHEST)
+    k = jnp.minimum(jnp.sum(cdf <= u[..., None] * cdf[..., -1:], -1), K - 1).astype(jnp.int32)
+    return jnp.where(jnp.take_along_axis(p, k[..., None], -1)[..., 0] > 0, k, -1)

@@ -33,14 +33,32 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
+from jaxclust.dpmm.draws import categorical
 from jaxclust.dpmm.state import GibbsState, GroupData, finish, partner_terms
 
-__all__ = ["sweep", "build_kernel"]
+__all__ = ["sweep", "build_kernel", "visiting_order"]
 
 
 def _dim(stats) -> int:
     """Feature dimension D of group statistics (the trailing axis of the group means / counts)."""
     return stats[1].shape[-1]
+
+
+def visiting_order(key, valid: jax.Array) -> jax.Array:
+    """A random order (n,) int32 of the rows, the ``valid`` (n,) ones first.
+
+    One sort of 32-bit words, each row's index in the low bits under random bits: a single-operand sort, cheaper
+    on XLA's CPU backend than a float key sorted with the indices as a second operand. Rows whose random bits tie
+    keep their index order, so the order is not exactly uniform over permutations; a sweep does not need it to be: any
+    order drawn without looking at the state makes each step a Gibbs update of the same posterior.
+    """
+    n = valid.shape[0]
+    n_bits = max(1, (n - 1).bit_length())
+    if n_bits > 23:  # fewer than 8 random bits would be left: sort a float key with the indices instead
+        return jnp.argsort(jax.random.uniform(key, (n,)) + 2.0 * (~valid)).astype(jnp.int32)
+    word = (jax.random.bits(key, (n,), jnp.uint32) >> (n_bits + 1)) << n_bits
+    word = word | jnp.arange(n, dtype=jnp.uint32) | jnp.where(valid, jnp.uint32(0), jnp.uint32(1 << 31))
+    return (jnp.sort(word) & jnp.uint32((1 << n_bits) - 1)).astype(jnp.int32)
 
 
 def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> GibbsState:
@@ -64,8 +82,7 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
     n_rows = state.z.shape[0]
     dtype = state.counts.dtype
     k_perm, k_u, k_alpha = jax.random.split(key, 3)
-    # random visiting order, padded rows last (they are no-ops anyway)
-    order = jnp.argsort(jax.random.uniform(k_perm, (n_rows,)) + 2.0 * (~data.valid))
+    order = visiting_order(k_perm, data.valid)  # padded rows last (they are no-ops anyway)
     us = jax.random.uniform(k_u, (n_rows,), dtype=dtype)
     prior = family.prior_slot()
     slot_ids = jnp.arange(K)
@@ -132,9 +149,8 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
         logits = jnp.where(forbidden, neg_inf, log_w + family.log_pred(slots, gs, counts, table) + soft)
         logits = jnp.where(valid, logits, jnp.where(slot_ids == k_old, 0.0, neg_inf))
         overflow = overflow | (valid & ~has_empty)
-        # inverse-CDF draw: one uniform, first index whose cumulative weight exceeds it
-        cdf = jnp.cumsum(jnp.exp(logits - jnp.max(logits)))
-        k_new = jnp.argmax(cdf > u * cdf[-1]).astype(jnp.int32)
+        k_new = categorical(logits, u)
+        k_new = jnp.where(k_new >= 0, k_new, k_old)  # -1: only a rounding accident (see categorical)
         added = family.add(jax.tree.map(lambda a: a[k_new], slots), gs)
         slots = jax.tree.map(lambda a, r: a.at[k_new].set(r), slots, added)
         counts = counts.at[k_new].add(m)

@@ -39,8 +39,9 @@ import jax.numpy as jnp
 
 from jaxclust.dpmm import rows as _rows
 from jaxclust.dpmm import state as _state
-from jaxclust.dpmm.draws import gamma_draws
+from jaxclust.dpmm.draws import categorical, gamma_draws
 
+# categorical is defined in jaxclust.dpmm.draws and kept importable here
 __all__ = ["restricted_step", "categorical"]
 
 
@@ -52,23 +53,6 @@ def _log_weights(key, counts, alpha):
     present = jnp.concatenate([occupied, jnp.ones((1,), bool)])
     log_pi = log_g[:-1] - jax.scipy.special.logsumexp(jnp.where(present, log_g, -jnp.inf))
     return jnp.where(occupied, log_pi, -jnp.inf)
-
-
-def categorical(logits, u):
-    """One draw per row from ``softmax(logits)`` (rows, K) by inversion with the uniforms ``u`` (rows,).
-
-    The cumulative sums are one matrix product with an upper-triangular matrix of ones (XLA's ``cumsum`` on
-    CPU, a reduce-window, costs 2-3x more). Column k sums ``p_j [j <= k]`` with the same evaluation order for
-    every column, and float addition is monotone, so the sums are non-decreasing in k: the draw ``#{k : cdf_k
-    <= u cdf_K}`` is the first column whose sum exceeds ``u cdf_K`` (``u < 1`` keeps that below ``cdf_K``),
-    a column of positive probability. A draw that lands on a column of probability 0 anyway (a product
-    evaluated in a column-dependent order) returns -1, which the caller treats as "stay".
-    """
-    K = logits.shape[-1]
-    p = jnp.exp(logits - jnp.max(logits, -1, keepdims=True))
-    cdf = p @ jnp.triu(jnp.ones((K, K), p.dtype))
-    k = jnp.minimum(jnp.sum(cdf <= u[:, None] * cdf[:, -1:], -1), K - 1).astype(jnp.int32)
-    return jnp.where(jnp.take_along_axis(p, k[:, None], -1)[:, 0] > 0, k, -1)
 
 
 def restricted_step(
