@@ -166,7 +166,7 @@ def time_jax(X, prior, alpha, n_chains, sweeps, capacity, spec):
     )
     jax.block_until_ready(out)
     dt = time.perf_counter() - t
-    overflow = bool(np.any(np.asarray(out[0].overflow)))
+    overflow = bool(np.any(np.asarray(out[1].overflow)))
     k_occ = float(np.mean(np.asarray((out[0].counts > 0).sum(-1))))
     return n_chains * len(X) * sweeps / dt, compile_and_first, overflow, k_occ
 

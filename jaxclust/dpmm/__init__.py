@@ -7,8 +7,8 @@ Estimator::
     model.labels_, model.coclustering_, model.diagnostics_["log_joint"]["r_hat"]
 
 Functional API: :func:`sample` (validation + chains), or the pieces: :func:`prepare` (host packing) and
-:func:`init` (:mod:`jaxclust.dpmm.state`), :func:`sweep` / :func:`build_kernel` (one jittable Gibbs sweep),
-:func:`run_chains`.
+:func:`init` (:mod:`jaxclust.dpmm.state`), :func:`build_kernel` (one jittable iteration of either sampler,
+``kernel(key, state, data) -> (state, info)``; :func:`sweep` is its collapsed Gibbs move), :func:`run_chains`.
 """
 
 from jaxclust.dpmm.alpha import escobar_west
@@ -20,9 +20,10 @@ from jaxclust.dpmm.families import (
     NormalInverseWishart,
     default_prior,
 )
-from jaxclust.dpmm.gibbs import build_kernel, sweep
+from jaxclust.dpmm.gibbs import sweep
+from jaxclust.dpmm.kernels import Kernel, build_kernel
 from jaxclust.dpmm.model import DPMM, as_constraints, coclustering, sample
-from jaxclust.dpmm.state import GibbsState, GroupData, init, log_joint, prepare
+from jaxclust.dpmm.state import GibbsState, GroupData, MoveInfo, init, log_joint, prepare
 
 __all__ = [
     "DPMM",
@@ -36,6 +37,8 @@ __all__ = [
     "default_prior",
     "GibbsState",
     "GroupData",
+    "MoveInfo",
+    "Kernel",
     "prepare",
     "init",
     "sweep",

@@ -1,10 +1,12 @@
 """Many chains: ``vmap`` over chains inside one ``lax.scan`` over sweeps, burn-in, thinning, capacity growth.
 
-The host loop runs blocks of ``thin`` sweeps (one compiled function, reused for burn-in and sampling, across
-fits and across active-learning rounds as long as ``n``, D, the capacity and the partner-list width stay the
-same). After each block it reads one flag: if any chain needed a new component while all slots were occupied,
-the capacity doubles (a re-trace), and the block is redone from its starting state with the same keys, so no
-retained sample ever comes from a truncated sampler. Chains shard over devices when several are present.
+The host loop runs blocks of ``thin`` iterations of the kernel (:func:`jaxclust.dpmm.kernels.build_kernel`; one
+compiled function, reused for burn-in and sampling, across fits and across active-learning rounds as long as
+``n``, D, the capacity and the partner-list width stay the same). After each block it reads the iterations'
+``overflow``: if any chain needed a new component while all slots were occupied, the slots grow (a re-trace;
+the policy is :mod:`jaxclust.dpmm.capacity`) and the block is redone from its starting state with the same
+keys, so no retained sample ever comes from a truncated sampler. Chains shard over devices when several are
+present.
 
 Over several processes (``jax.distributed``; :mod:`jaxclust.dpmm.distributed`), ``run_chains(..., mesh=)``
 either shards the chains over the mesh's devices (the collapsed sampler: each chain needs every row), or, for
@@ -18,7 +20,6 @@ process returns the same :class:`ChainResult`, the single-process one for the sa
 from __future__ import annotations
 
 import functools
-import math
 from typing import NamedTuple
 
 import jax
@@ -30,7 +31,8 @@ from jax.sharding import PartitionSpec as P
 from jaxclust.coclustering import relabel
 from jaxclust.dpmm import splitmerge
 from jaxclust.dpmm import state as _state
-from jaxclust.dpmm.kernels import Kernel, iterate
+from jaxclust.dpmm.capacity import SlotPolicy, initial_capacity
+from jaxclust.dpmm.kernels import Kernel, build_kernel
 from jaxclust.dpmm.rows import RowAxis, resolve_mesh
 from jaxclust.errors import InvalidInputError
 from jaxclust.transfer import to_device
@@ -39,24 +41,8 @@ __all__ = [
     "ChainResult",
     "run_chains",
     "repair_labels",
-    "initial_capacity",
-    "grown_capacity",
     "TRACE_COUNTER",
 ]
-
-# Default starting slots: every chain starts in one component and split-merge creates several per round, so
-# start roomy (one compile serves up to ~24 components) rather than grow (each growth re-compiles).
-MIN_SLOTS = 32
-# Free slots kept beyond the largest occupied count: a quarter of the capacity, at least 2.
-HEADROOM = 2
-# Capacities are multiples of this (fewer distinct compiled shapes) and grow by GROWTH.
-SLOT_STEP = 4
-GROWTH = 2.0
-
-
-def headroom(capacity: int) -> int:
-    return max(HEADROOM, int(capacity) // 4)
-
 
 # Python-side count of traces of the block function (tests use it to check that new constraints re-use the
 # compile).
@@ -91,24 +77,33 @@ class ChainResult(NamedTuple):
     split_merge: np.ndarray | None = None
 
 
+class _Trace(NamedTuple):
+    """Per-iteration traces of a block: ``log_joint``, ``n_components``, ``alpha``, ``overflow`` (n_sweeps, C) and
+    ``moves`` (n_sweeps, C, 4), the split-merge counts in the order of :data:`jaxclust.dpmm.splitmerge.MOVES`."""
+
+    log_joint: jax.Array
+    n_components: jax.Array
+    alpha: jax.Array
+    moves: jax.Array
+    overflow: jax.Array
+
+
 def _block(keys, states, data, family, alpha_prior, n_active, block, *, n_sweeps, spec, rows=None):
     """``n_sweeps`` iterations (the first ``n_active`` of them real) of every chain, with the chains' keys
-    ``keys`` (C,) folded with the block's index ``block``; per-iteration traces."""
+    ``keys`` (C,) folded with the block's index ``block``: the states and a :class:`_Trace`."""
     keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, block)
     sweep_keys = jax.vmap(lambda k: jax.random.split(k, n_sweeps))(keys)  # (C, n_sweeps)
-    vstep = jax.vmap(functools.partial(iterate, rows=rows), in_axes=(0, 0, None, None, None, None))
+    kernel = jax.vmap(build_kernel(spec, family, alpha_prior, rows), in_axes=(0, 0, None))
+    idle = jax.vmap(lambda _: _state.no_moves())(keys)
 
     def body(states, xs):
         i, ks = xs
-        idle = jnp.zeros((keys.shape[0], len(splitmerge.MOVES)), jnp.int32)
         # unbatched predicate: a real branch, so the inactive tail of a short block costs nothing
-        states, moves = jax.lax.cond(
-            i < n_active,
-            lambda s: vstep(ks, s, data, family, alpha_prior, spec),
-            lambda s: (s, idle),
-            states,
+        states, info = jax.lax.cond(i < n_active, lambda s: kernel(ks, s, data), lambda s: (s, idle), states)
+        moves = jnp.stack(info[:4], axis=-1)
+        return states, _Trace(
+            states.log_joint, jnp.sum(states.counts > 0, -1), states.alpha, moves, info.overflow
         )
-        return states, (states.log_joint, jnp.sum(states.counts > 0, -1), states.alpha, moves)
 
     return jax.lax.scan(body, states, (jnp.arange(n_sweeps), jnp.swapaxes(sweep_keys, 0, 1)))
 
@@ -179,7 +174,7 @@ def _run_block(keys, states, data, family, alpha_prior, n_active, block, *, n_sw
 def _state_spec(rows: RowAxis):
     """Row-split states: labels (C, rows) split along the rows, everything else replicated."""
     rep = P()
-    return _state.GibbsState(P(None, rows.name), rep, rep, rep, rep, rep)
+    return _state.GibbsState(P(None, rows.name), rep, rep, rep, rep)
 
 
 def data_spec(rows: RowAxis) -> _state.GroupData:
@@ -302,26 +297,6 @@ def repair_labels(labels: np.ndarray, constraints) -> np.ndarray:
     return np.unique(gl, return_inverse=True)[1].astype(np.int32)
 
 
-def _round_slots(k: int) -> int:
-    return SLOT_STEP * -(-int(k) // SLOT_STEP)
-
-
-def initial_capacity(max_occupied: int, n_groups: int, capacity: int | None = None) -> int:
-    """Starting slots: ``capacity`` (default ``MIN_SLOTS``), at least ``max_occupied + HEADROOM`` rounded up to a
-    multiple of ``SLOT_STEP``, and at most ``n_groups`` (enough for any partition; never below
-    ``max_occupied``). Callers pass the number of group *rows* (the items, a constant of the data) as
-    ``n_groups`` so that must-links joining groups between fits do not change the compiled shapes."""
-    want = max(int(capacity or MIN_SLOTS), _round_slots(int(max_occupied) + HEADROOM))
-    return max(int(max_occupied), 1, min(want, int(n_groups)))
-
-
-def grown_capacity(capacity: int, max_occupied: int, n_groups: int) -> int:
-    """Next capacity: x``GROWTH`` and at least ``max_occupied + HEADROOM``, a multiple of ``SLOT_STEP``, capped at
-    ``n_groups``."""
-    want = max(_round_slots(math.ceil(GROWTH * capacity)), _round_slots(int(max_occupied) + HEADROOM))
-    return min(want, max(int(n_groups), capacity))
-
-
 def _shard(states, n_chains: int, mesh=None):
     """Chains split over ``mesh``'s devices (default: every device JAX sees, of every process), when they
     divide; otherwise left where they are."""
@@ -340,6 +315,112 @@ def _grow(states, family, capacity: int, n_chains: int, mesh, rows):
     if rows is None:
         return _shard(_pad_states(states, family, capacity=capacity), n_chains, mesh)
     return _pad_states(states, family, capacity=capacity)  # the block's shard_map places them
+
+
+class _Placement(NamedTuple):
+    """Where the chains run: ``mesh`` (or None), ``rows`` (a RowAxis when the sub-cluster sampler splits the rows
+    over it), the group labels (n_chains, rows) as the states start, ``n_chains`` (padded to the mesh when the
+    chains split over it), ``n_real`` (the caller's chains), ``n_rows`` (group rows as on one device) and
+    ``n_groups``."""
+
+    mesh: object
+    rows: object
+    group_labels: np.ndarray
+    n_chains: int
+    n_real: int
+    n_rows: int
+    n_groups: int
+
+
+def _place(data: _state.GroupData, group_labels, spec: Kernel, mesh) -> _Placement:
+    """The chains' :class:`_Placement`, with the checks of ``spec`` and ``mesh`` against ``data``."""
+    group_labels = np.asarray(group_labels, dtype=np.int32)
+    n_chains = n_real = group_labels.shape[0]
+    has_partners, groups = _fetch(_summary(data.partners, data.valid))
+    any_partners, n_groups = bool(has_partners), int(groups)
+    if spec.sampler == "subcluster" and not spec.constrained and any_partners:
+        raise InvalidInputError(
+            "spec: Kernel('subcluster', constrained=False) would ignore the data's cannot-links and answers; "
+            "use constrained=True"
+        )
+    n_rows = int(data.valid.shape[0])
+    rows = None
+    if mesh is not None:
+        mesh = resolve_mesh(mesh)
+        if spec.sampler == "subcluster":
+            rows = RowAxis(mesh.axis_names[0], int(data.group_of.shape[0]), int(mesh.size), any_partners)
+            if n_rows % rows.n_shards or n_rows < rows.n_rows:
+                raise InvalidInputError(
+                    f"data: {n_rows} group rows do not split evenly over the mesh's {rows.n_shards} devices; "
+                    "pack it with jaxclust.dpmm.distributed.shard_data"
+                )
+            if group_labels.shape[1] < n_rows:  # padding rows: slot 0, never moved
+                group_labels = np.pad(group_labels, ((0, 0), (0, n_rows - group_labels.shape[1])))
+            n_rows = rows.n_rows  # capacities as on one device (the padding is not items)
+        elif n_chains % mesh.size:
+            # chains split over the devices: pad with copies of the first chains (same labels, same keys, hence
+            # the same trajectories), dropped from the result
+            n_chains = -(-n_chains // mesh.size) * mesh.size
+            group_labels = group_labels[np.arange(n_chains) % n_real]
+    return _Placement(mesh, rows, group_labels, n_chains, n_real, n_rows, n_groups)
+
+
+def alpha_prior_arrays(alpha_prior, dtype):
+    """``(shape, rate, infer)`` on the device, ``infer`` a bool array: fixed and inferred alpha share one
+    compiled kernel (:func:`jaxclust.dpmm.state.alpha_move`). ``alpha_prior``: (shape, rate) or None."""
+    infer = alpha_prior is not None
+    a, b = alpha_prior if infer else (1.0, 1.0)
+    return to_device(a, dtype), to_device(b, dtype), to_device(infer)
+
+
+def _start(place: _Placement, data, family, alpha, capacity: int):
+    """The chains' first states (``capacity`` slots), placed as the blocks want them."""
+    alpha = to_device(alpha, data.n_items.dtype)
+    if place.rows is not None:
+        z0 = _global(place.group_labels, NamedSharding(place.mesh, P(None, place.rows.name)))
+        return _init_states_rows(z0, data, family, alpha, capacity=capacity, mesh=place.mesh, rows=place.rows)
+    states = _init_states(to_device(place.group_labels), data, family, alpha, capacity=capacity)
+    return _shard(states, place.n_chains, place.mesh)
+
+
+def _schedule(n_burnin: int, n_samples: int, thin: int) -> list[tuple[int, bool]]:
+    """Blocks of ``thin`` iterations as ``(real iterations, kept)``: burn-in (its last block may be short),
+    then one kept block per retained sample."""
+    n_burn_blocks = -(-n_burnin // thin) if n_burnin > 0 else 0
+    blocks = [(min(thin, n_burnin - b * thin), False) for b in range(n_burn_blocks)]
+    return blocks + [(thin, True)] * n_samples
+
+
+def _run_growing(run_block, states, slots: SlotPolicy, grow):
+    """``run_block(states) -> (states, trace)`` until no chain overflowed, each redo from ``states`` grown by
+    ``grow(states, capacity)`` to the policy's next capacity."""
+    while True:
+        new_states, trace = run_block(states)
+        if not bool(np.any(_fetch(trace.overflow))):
+            return new_states, trace
+        states = grow(states, slots.after_overflow())
+
+
+def _result(kept, traces, final_z, group_of, n_chains: int, slots: SlotPolicy) -> ChainResult:
+    """The :class:`ChainResult` from the kept samples ``(z, log joint, alpha, components)``, the blocks' traces
+    and the final group labels (n_chains, rows)."""
+    final = relabel(final_z[:, group_of])
+    if kept:
+        z = np.stack([k[0] for k in kept], axis=1)[:, :, group_of]  # (C, S, n)
+        samples = relabel(z.reshape(-1, z.shape[-1])).reshape(z.shape)
+        lj, al, kk = (np.stack([k[i] for k in kept], axis=1) for i in (1, 2, 3))
+    else:
+        samples = np.zeros((n_chains, 0, len(group_of)), np.int64)
+        lj = al = kk = np.zeros((n_chains, 0))
+    if traces:
+        t_lj, t_k, t_al = (np.concatenate([t[i] for t in traces], axis=0).T for i in range(3))
+        moves = np.concatenate([t[3] for t in traces], axis=0).sum(axis=0).astype(np.int64)
+    else:
+        t_lj = t_k = t_al = np.zeros((n_chains, 0))
+        moves = np.zeros((n_chains, len(splitmerge.MOVES)), np.int64)
+    return ChainResult(
+        samples, lj, al, kk, t_lj, t_al, t_k, final, slots.capacity, slots.growths, slots.redos, moves
+    )
 
 
 def run_chains(
@@ -389,117 +470,47 @@ def run_chains(
         key up to float rounding (:mod:`jaxclust.dpmm.distributed`). ``None``: chains shard over all devices
         when they divide evenly.
     """
-    group_labels = np.asarray(group_labels, dtype=np.int32)
-    n_chains = group_labels.shape[0]
-    has_partners, groups = _fetch(_summary(data.partners, data.valid))
-    any_partners, n_groups = bool(has_partners), int(groups)
-    if spec.sampler == "subcluster" and not spec.constrained and any_partners:
-        raise InvalidInputError(
-            "spec: Kernel('subcluster', constrained=False) would ignore the data's cannot-links and answers; "
-            "use constrained=True"
+    place = _place(data, group_labels, spec, mesh)
+    n_used = int(place.group_labels[:, : place.n_groups].max()) + 1 if place.n_groups else 1
+    slots = SlotPolicy(initial_capacity(n_used, place.n_rows, capacity), place.n_groups, place.n_rows)
+    states = _start(place, data, family, alpha, slots.capacity)
+    alpha_prior = alpha_prior_arrays(alpha_prior, data.n_items.dtype)
+    chain_keys = jax.random.split(key, place.n_real)
+    if place.n_chains > place.n_real:
+        chain_keys = chain_keys[jnp.arange(place.n_chains) % place.n_real]
+    blocks = _schedule(n_burnin, n_samples, thin)
+    run_block = (
+        _run_block
+        if place.rows is None
+        else functools.partial(_run_block_rows, mesh=place.mesh, rows=place.rows)
+    )
+
+    def run(states, n_active, index):
+        return run_block(
+            chain_keys, states, data, family, alpha_prior, n_active, index, n_sweeps=thin, spec=spec
         )
-    n_rows = int(data.valid.shape[0])
-    rows = None
-    if mesh is not None:
-        mesh = resolve_mesh(mesh)
-        if spec.sampler == "subcluster":
-            rows = RowAxis(mesh.axis_names[0], int(data.group_of.shape[0]), int(mesh.size), any_partners)
-            if n_rows % rows.n_shards or n_rows < rows.n_rows:
-                raise InvalidInputError(
-                    f"data: {n_rows} group rows do not split evenly over the mesh's {rows.n_shards} devices; "
-                    "pack it with jaxclust.dpmm.distributed.shard_data"
-                )
-            if group_labels.shape[1] < n_rows:  # padding rows: slot 0, never moved
-                group_labels = np.pad(group_labels, ((0, 0), (0, n_rows - group_labels.shape[1])))
-            n_rows = rows.n_rows  # capacities as on one device (the padding is not items)
-    n_real = n_chains
-    if mesh is not None and rows is None and n_chains % mesh.size:
-        # chains split over the devices: pad with copies of the first chains (same labels, same keys, hence
-        # the same trajectories), dropped from the result
-        n_chains = -(-n_chains // mesh.size) * mesh.size
-        group_labels = group_labels[np.arange(n_chains) % n_real]
-    # slots in use: labels index slots directly (repaired labels are compact: this is the component count)
-    n_used = int(group_labels[:, :n_groups].max()) + 1 if n_groups else 1
-    capacity = initial_capacity(n_used, n_rows, capacity)
-    dtype = data.n_items.dtype
-    # alpha fixed or inferred is a traced flag, so both share one compile
-    infer = alpha_prior is not None
-    a, b = alpha_prior if infer else (1.0, 1.0)
-    alpha_prior = (to_device(a, dtype), to_device(b, dtype), to_device(infer))
-    if rows is not None:
-        z0 = _global(group_labels, NamedSharding(mesh, P(None, rows.name)))
-        states = _init_states_rows(
-            z0, data, family, to_device(alpha, dtype), capacity=capacity, mesh=mesh, rows=rows
-        )
-    else:
-        states = _init_states(
-            to_device(group_labels), data, family, to_device(alpha, dtype), capacity=capacity
-        )
-        states = _shard(states, n_chains, mesh)
-    chain_keys = jax.random.split(key, n_real)
-    if n_chains > n_real:
-        chain_keys = chain_keys[jnp.arange(n_chains) % n_real]
-    n_burn_blocks = -(-n_burnin // thin) if n_burnin > 0 else 0
-    blocks = [(min(thin, n_burnin - b * thin), False) for b in range(n_burn_blocks)]
-    blocks += [(thin, True)] * n_samples
-    growths = redos = 0
-    traces, kept = [], []
+
+    def grow(states, capacity):
+        return _grow(states, family, capacity, place.n_chains, place.mesh, place.rows)
+
     iterator = range(len(blocks))
     if progress and jax.process_index() == 0:
         from tqdm.auto import tqdm
 
         iterator = tqdm(iterator, desc="DPMM sweeps", unit="block")
-    run_block = _run_block if rows is None else functools.partial(_run_block_rows, mesh=mesh, rows=rows)
+    traces, kept = [], []
     for b in iterator:
         n_active, keep = blocks[b]
-        while True:
-            new_states, (lj, kk, al, mv) = run_block(
-                chain_keys,
-                states,
-                data,
-                family,
-                alpha_prior,
-                to_device(n_active, np.int32),
-                to_device(b, np.int32),
-                n_sweeps=thin,
-                spec=spec,
-            )
-            if not bool(np.any(_fetch(new_states.overflow))):
-                break
-            # a chain needed a slot it did not have: grow, and redo the block from its start with the same
-            # keys
-            if capacity >= n_groups:  # cannot happen (see the module docstring); never loop forever
-                raise RuntimeError(f"DPMM sampler overflowed with {capacity} slots for {n_groups} groups")
-            capacity = grown_capacity(capacity, capacity, n_rows)
-            growths += 1
-            redos += 1
-            states = _grow(states, family, capacity, n_chains, mesh, rows)
-        states = new_states
-        trace = tuple(t[:n_active, :n_real] for t in _fetch((lj, kk, al, mv)))
+        step = functools.partial(run, n_active=to_device(n_active, np.int32), index=to_device(b, np.int32))
+        states, got = _run_growing(step, states, slots, grow)
+        trace = tuple(t[:n_active, : place.n_real] for t in _fetch(got[:4]))
         traces.append(trace)
         occupied = int(trace[1].max()) if n_active > 0 else 0
-        if occupied + headroom(capacity) > capacity and capacity < n_groups and b + 1 < len(blocks):
-            # proactive growth: cheaper than an overflow, which would redo a block
-            capacity = grown_capacity(capacity, occupied, n_rows)
-            growths += 1
-            states = _grow(states, family, capacity, n_chains, mesh, rows)
+        capacity = slots.after_block(occupied, last=b + 1 == len(blocks))
+        if capacity is not None:  # proactive growth: cheaper than an overflow, which would redo a block
+            states = grow(states, capacity)
         if keep:  # a kept block is a whole block: its last traced count is the kept sample's
             got = _fetch((states.z, states.log_joint, states.alpha))
-            kept.append((*(a[:n_real] for a in got), trace[1][-1]))
-    n_chains = n_real
-    group_of = np.asarray(_fetch(data.group_of))
-    final = relabel(np.asarray(_fetch(states.z))[:n_real][:, group_of])
-    if kept:
-        z = np.stack([k[0] for k in kept], axis=1)[:, :, group_of]  # (C, S, n)
-        samples = relabel(z.reshape(-1, z.shape[-1])).reshape(z.shape)
-        lj, al, kk = (np.stack([k[i] for k in kept], axis=1) for i in (1, 2, 3))
-    else:
-        samples = np.zeros((n_chains, 0, len(group_of)), np.int64)
-        lj = al = kk = np.zeros((n_chains, 0))
-    if traces:
-        t_lj, t_k, t_al = (np.concatenate([t[i] for t in traces], axis=0).T for i in range(3))
-        moves = np.concatenate([t[3] for t in traces], axis=0).sum(axis=0).astype(np.int64)
-    else:
-        t_lj = t_k = t_al = np.zeros((n_chains, 0))
-        moves = np.zeros((n_chains, len(splitmerge.MOVES)), np.int64)
-    return ChainResult(samples, lj, al, kk, t_lj, t_al, t_k, final, capacity, growths, redos, moves)
+            kept.append((*(a[: place.n_real] for a in got), trace[1][-1]))
+    final_z = np.asarray(_fetch(states.z))[: place.n_real]
+    return _result(kept, traces, final_z, np.asarray(_fetch(data.group_of)), place.n_real, slots)

@@ -17,14 +17,14 @@ are padded to ``n`` rows (padded rows have size 0 and never move), so adding con
 every shape.
 
 Capacity: ``K`` slots per state. If a group needs a new component and every slot is occupied the new option is
-unavailable, and ``overflow`` is set: the caller (:func:`jaxclust.dpmm.chains.run_chains`) then grows K and
-redoes the block, so no draw is ever silently truncated.
+unavailable, and the sweep's info says ``overflow``: the driver (:func:`jaxclust.dpmm.chains.run_chains`) then
+grows K and redoes the block, so no draw is ever silently truncated.
 
 Usage (the state and data: :mod:`jaxclust.dpmm.state`)::
 
     data = prepare(X, constraints, family)          # host: group statistics, partner lists
     state = init(z_groups, data, family, alpha, K)
-    state = sweep(key, state, data, family, alpha_prior)   # alpha_prior=None keeps alpha fixed
+    state, info = sweep(key, state, data, family, alpha_prior)   # alpha_prior=None keeps alpha fixed
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
 from jaxclust.dpmm.draws import categorical
-from jaxclust.dpmm.state import GibbsState, GroupData, finish, partner_terms
+from jaxclust.dpmm.state import GibbsState, GroupData, MoveInfo, finish, no_moves, partner_terms
 
-__all__ = ["sweep", "build_kernel", "visiting_order"]
+__all__ = ["sweep", "visiting_order"]
 
 
 def _dim(stats) -> int:
@@ -61,8 +61,9 @@ def visiting_order(key, valid: jax.Array) -> jax.Array:
     return (jnp.sort(word) & jnp.uint32((1 << n_bits) - 1)).astype(jnp.int32)
 
 
-def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> GibbsState:
-    """One sweep: every group once in a random order, then (optionally) alpha, then an exact refresh.
+def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> tuple[GibbsState, MoveInfo]:
+    """One sweep, a move ``(state, info)``: every group once in a random order, an exact refresh, then
+    (optionally) alpha. ``info.overflow``: a group's "new" option was missing (every slot occupied).
 
     Groups with spill rows (hubs) are visited after the others, in a random order of their own; only their steps
     read spill rows (the other steps' loop over them has no iteration). One loop runs both passes, so the step is
@@ -157,7 +158,7 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
         z = z.at[g].set(k_new)
         return (z, counts, slots, overflow), None
 
-    carry = (state.z, state.counts, state.slots, state.overflow)
+    carry = (state.z, state.counts, state.slots, jnp.asarray(False))
     if not n_spill_rows:
         carry, _ = jax.lax.scan(lambda c, x: step(c, x, False), carry, (order, us))
     else:
@@ -180,13 +181,4 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
             carry,
         )
     z, _, _, overflow = carry
-    return finish(k_alpha, z, state._replace(overflow=overflow), data, family, alpha_prior)
-
-
-def build_kernel(family, alpha_prior=None):
-    """Blackjax-style kernel ``kernel(key, state, data) -> state`` closing over the family and alpha prior."""
-
-    def kernel(key, state: GibbsState, data: GroupData) -> GibbsState:
-        return sweep(key, state, data, family, alpha_prior)
-
-    return kernel
+    return finish(k_alpha, z, state, data, family, alpha_prior), no_moves(overflow)

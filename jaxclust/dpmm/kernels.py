@@ -1,27 +1,35 @@
-"""One iteration of either DPMM sampler, as a pure jittable function of one chain's state.
+"""One iteration of either DPMM sampler: moves composed into one kernel ``(key, state, data) -> (state, info)``.
 
-``collapsed``:  split-merge rounds, then one collapsed Gibbs sweep over groups (:mod:`jaxclust.dpmm.gibbs`).
-``subcluster``: split-merge rounds, then the parallel restricted step (:mod:`jaxclust.dpmm.subcluster`).
-Both end with alpha | K (Escobar-West, when inferred) and an exact refresh of the statistics. Every piece
-leaves the (constrained) posterior invariant, so any composition does too.
+Every move has that contract (``info`` a :class:`jaxclust.dpmm.state.MoveInfo`: split-merge proposals and
+acceptances, and whether it needed a slot it did not have) and leaves the (constrained) posterior invariant, so
+any composition does too:
+
+``collapsed``:  split-merge rounds (:func:`jaxclust.dpmm.splitmerge.split_merge`), then one collapsed Gibbs sweep
+                over groups ending with alpha | K (:func:`jaxclust.dpmm.gibbs.sweep`).
+``subcluster``: split-merge rounds, the parallel restricted step
+                (:func:`jaxclust.dpmm.subcluster.restricted_move`), then alpha | K
+                (:func:`jaxclust.dpmm.state.alpha_move`).
+
+The kernel is pure and jittable; ``vmap`` it over chains. Growing the slots when ``info.overflow`` says a move
+lacked one is the driver's business (:func:`jaxclust.dpmm.chains.run_chains`), never the kernel's.
 
 Usage::
 
-    spec = Kernel("subcluster", split_merge=1)
-    state, moves = iterate(key, state, data, family, alpha_prior, spec)  # jit, ``spec`` static; vmap chains
+    kernel = build_kernel(Kernel("subcluster", split_merge=1), family, alpha_prior)
+    state, info = kernel(key, state, data)   # jit; vmap over chains
 """
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 
 from jaxclust.dpmm import gibbs, splitmerge, subcluster
 from jaxclust.dpmm import state as _state
 
-__all__ = ["Kernel", "iterate", "SAMPLERS"]
+__all__ = ["Kernel", "build_kernel", "SAMPLERS"]
 
 SAMPLERS = ("collapsed", "subcluster")
 
@@ -44,37 +52,67 @@ class Kernel(NamedTuple):
     constrained: bool = True
 
 
-def iterate(
-    key, state: _state.GibbsState, data: _state.GroupData, family, alpha_prior, spec: Kernel, rows=None
-):
-    """One iteration (see the module docstring); ``alpha_prior`` as in :func:`jaxclust.dpmm.gibbs.sweep`.
-    Returns the new state and the iteration's split-merge counts, (4,) int32 in the order of
-    :data:`jaxclust.dpmm.splitmerge.MOVES`.
+def _without_partners(data: _state.GroupData) -> _state.GroupData:
+    """``data`` with a partner table of width 0: with no cannot-links or answers their terms then drop out of the
+    traced program, where a table of -1s would still be read every iteration."""
+    return data._replace(
+        partners=data.partners[:, :0],
+        partner_w=data.partner_w[:, :0],
+        spill=data.spill[:0],
+        spill_w=data.spill_w[:0],
+        spill_owner=data.spill_owner[:0],
+    )
 
-    ``rows`` (static, sub-cluster sampler only): inside ``shard_map`` with the group rows split over a mesh
-    axis (:class:`jaxclust.dpmm.rows.RowAxis`); the iteration then computes what it computes on one device.
+
+def build_kernel(spec: Kernel, family, alpha_prior=None, rows=None):
+    """The iteration ``spec`` describes, as ``kernel(key, state, data) -> (state, info)``.
+
+    The moves' keys are ``split(key, 2 + spec.split_merge)``: the local move's, alpha's (the sub-cluster
+    sampler; the sweep draws alpha from its own), then one per split-merge round.
+
+    Parameters
+    ----------
+    spec : Kernel
+    family : prepared family (:mod:`jaxclust.dpmm.families`)
+    alpha_prior : ``(shape, rate)`` or ``(shape, rate, infer)`` of arrays, ``infer`` a traced bool (one compiled
+        kernel for fixed and inferred alpha), or None to keep alpha fixed
+    rows : RowAxis, optional, sub-cluster sampler only
+        Inside ``shard_map`` with the group rows split over a mesh axis (:class:`jaxclust.dpmm.rows.RowAxis`);
+        the kernel then computes what it computes on one device.
     """
+    if spec.sampler not in SAMPLERS:
+        raise ValueError(f"spec.sampler: expected one of {SAMPLERS}, got {spec.sampler!r}")
     if rows is not None and spec.sampler != "subcluster":
         raise ValueError("rows: only the sub-cluster sampler splits rows over devices")
-    if spec.sampler == "subcluster" and not spec.constrained:
-        # no cannot-links or answers (run_chains checks): a partner table of width 0 drops their terms from the
-        # traced program, where a table of -1s would still be read every sweep
-        data = data._replace(
-            partners=data.partners[:, :0],
-            partner_w=data.partner_w[:, :0],
-            spill=data.spill[:0],
-            spill_w=data.spill_w[:0],
-            spill_owner=data.spill_owner[:0],
+    moves = [  # (index of the move's key, move)
+        (
+            2 + r,
+            functools.partial(splitmerge.split_merge, family=family, n_steps=spec.kmeans_steps, rows=rows),
         )
-    k_main, k_alpha, *k_sm = jax.random.split(key, 2 + spec.split_merge)
-    moves = jnp.zeros((len(splitmerge.MOVES),), jnp.int32)
-    for r in range(spec.split_merge):
-        state, m = splitmerge.split_merge(k_sm[r], state, data, family, n_steps=spec.kmeans_steps, rows=rows)
-        moves = moves + m
-    if spec.sampler == "collapsed":
-        if spec.gibbs:
-            return gibbs.sweep(k_main, state, data, family, alpha_prior), moves
-        z = state.z
-    else:
-        z = subcluster.restricted_step(k_main, state, data, family, spec.constrained, rows)
-    return _state.finish(k_alpha, z, state, data, family, alpha_prior, rows), moves
+        for r in range(spec.split_merge)
+    ]
+    alpha = functools.partial(_state.alpha_move, family=family, alpha_prior=alpha_prior, rows=rows)
+    if spec.sampler == "subcluster":
+        local = functools.partial(
+            subcluster.restricted_move, family=family, constrained=spec.constrained, rows=rows
+        )
+        moves += [(0, local), (1, alpha)]
+    elif spec.gibbs:
+        moves.append((0, functools.partial(gibbs.sweep, family=family, alpha_prior=alpha_prior)))
+    else:  # split-merge alone, then alpha on a refreshed state (an iteration's end, as the sweep's)
+        moves += [
+            (1, lambda key, state, data: alpha(key, _state.refreshed(state.z, state, data, family), data))
+        ]
+    unconstrained = spec.sampler == "subcluster" and not spec.constrained
+
+    def kernel(key, state: _state.GibbsState, data: _state.GroupData):
+        if unconstrained:
+            data = _without_partners(data)
+        keys = jax.random.split(key, 2 + spec.split_merge)
+        info = _state.no_moves()
+        for k, move in moves:
+            state, done = move(keys[k], state, data)
+            info = _state.combine(info, done)
+        return state, info
+
+    return kernel

@@ -13,12 +13,11 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from jaxclust.coclustering import coclustering
 from jaxclust.constraints import as_constraints
 from jaxclust.dpmm import chains, distributed
-from jaxclust.dpmm import state as _state
 from jaxclust.dpmm.alpha import check_alpha_prior
 from jaxclust.dpmm.diagnostics import chain_diagnostics, split_merge_summary
-from jaxclust.dpmm.families import DirichletMultinomial, NormalGamma, NormalInverseWishart
-from jaxclust.dpmm.kernels import SAMPLERS, Kernel
+from jaxclust.dpmm.kernels import SAMPLERS
 from jaxclust.dpmm.predictive import assignment_probabilities
+from jaxclust.dpmm.problem import PreparedData, location_scale, prepare_data, prepare_problem, start_labels
 from jaxclust.errors import InvalidInputError, JaxclustWarning, NotFittedError
 from jaxclust.validation import check_array, check_int, check_labels, check_positive, prng_key
 
@@ -33,8 +32,6 @@ __all__ = [
     "resolve_settings",
     "SAMPLER_DEFAULTS",
 ]
-
-_FAMILIES = (NormalGamma, NormalInverseWishart, DirichletMultinomial)
 
 # ``sampler="auto"`` runs the parallel sub-cluster sampler from this many must-link groups up.
 AUTO_SUBCLUSTER_GROUPS = 5000
@@ -65,81 +62,6 @@ def choose_sampler(sampler: str, n_groups: int) -> str:
     if sampler == "auto":
         return "collapsed" if n_groups < AUTO_SUBCLUSTER_GROUPS else "subcluster"
     return sampler
-
-
-class PreparedData(NamedTuple):
-    """What the sampler sees. ``family``: the prior in the sampler's units; ``X``: (n, D') data in those
-    units; ``log_jacobian``: the constant that turns log densities back into the user's units; ``columns``:
-    (D',) the user's columns that are modelled."""
-
-    family: Any
-    X: np.ndarray
-    log_jacobian: float
-    columns: np.ndarray
-
-
-def _location_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column means and powers of two near the column standard deviations (1 for a constant column),
-    computed without overflow for any finite float64 data."""
-    top = np.max(np.abs(X), axis=0)
-    big = np.exp2(np.ceil(np.log2(np.where(top > 0, top, 1.0))))  # exact power of two >= |x|
-    shift = (X / big).mean(axis=0) * big
-    dev = (X - shift) / big
-    std = np.sqrt((dev**2).mean(axis=0)) * big
-    scale = np.exp2(np.round(np.log2(np.where(std > 0, std, 1.0))))
-    return shift, scale
-
-
-def prepare_data(X: np.ndarray, prior) -> PreparedData:
-    """The prior and data as the sampler sees them: the same model in better-conditioned units.
-
-    Gaussian families run on ``(x - column mean) / s_d`` with ``s_d`` a power of two near column d's
-    standard deviation (exact in floating point): float32 sampling then works for data of any magnitude, and
-    an explicit prior is mapped with the data (:meth:`NormalGamma.transformed`), so the law is unchanged;
-    log joints are reported in the user's units (``log_jacobian = -n sum_d ln s_d``). With ``prior=None``
-    the default prior is :meth:`NormalGamma.from_data` of the data, and columns with zero variance are left
-    out with a warning that names them: a constant column carries no information about the clustering, and
-    under any data-driven prior scale it would pull every point into one component. An explicit prior uses
-    every column as given. Count data (:class:`DirichletMultinomial`) is used as given.
-    """
-    if prior is not None and not isinstance(prior, _FAMILIES):
-        raise InvalidInputError(
-            f"prior: expected None, NormalGamma, NormalInverseWishart or DirichletMultinomial, "
-            f"got {type(prior).__name__}"
-        )
-    columns = np.arange(X.shape[1])
-    if prior is not None and not prior.centred:
-        return PreparedData(prior.check(X), X, 0.0, columns)
-    if prior is None:
-        constant = np.all(X == X[:1], axis=0)
-        if constant.all():
-            raise InvalidInputError("X: every column is constant; there is nothing to cluster")
-        if constant.any():
-            warnings.warn(
-                f"X: columns {np.flatnonzero(constant).tolist()} are constant and are left out of the DPMM "
-                "(the default prior cannot use them; pass an explicit prior to model every column as given)",
-                JaxclustWarning,
-                stacklevel=3,
-            )
-            columns = np.flatnonzero(~constant)
-            X = X[:, columns]
-        prior_checked = None
-    else:
-        prior_checked = prior.check(X)
-    shift, scale = _location_scale(X)
-    Xs = (X - shift) / scale
-    if prior_checked is None:
-        family = NormalGamma.from_data(Xs)
-    else:
-        family = prior_checked.transformed(shift, scale)
-        try:
-            family = family.check(Xs)
-        except InvalidInputError as exc:  # the prior was valid as given: its image under the scaling is not
-            raise InvalidInputError(
-                f"{exc.args[0]} once X (values up to {float(np.max(np.abs(X))):.3g}) is brought to unit scale; "
-                "rescale X and the prior together"
-            ) from None
-    return PreparedData(family.check(Xs), Xs, float(-X.shape[0] * np.sum(np.log(scale))), columns)
 
 
 def sample(
@@ -187,10 +109,10 @@ def sample(
         Chains; iterations before the first retained sample; retained samples per chain; iterations between
         retained samples. ``None``: the sampler's defaults, ``SAMPLER_DEFAULTS`` (see :class:`DPMM`).
     capacity : int, optional
-        Smallest initial number of component slots (default ``chains.MIN_SLOTS``). The slots start at least two
+        Smallest initial number of component slots (default ``capacity.MIN_SLOTS``). The slots start at least two
         above the initial components (a multiple of 4, at most one per group row) and double when a chain comes
         within a quarter of the capacity (at least 2 slots) of it, or runs out, in which case the block of sweeps
-        is redone with more slots (:func:`~jaxclust.dpmm.chains.grown_capacity`). Never a truncation.
+        is redone with more slots (:func:`~jaxclust.dpmm.capacity.grown_capacity`). Never a truncation.
     init_labels : array, shape (n_chains, n) or (n,), optional
         Start of each chain (e.g. a previous fit's ``final_labels_``); repaired to satisfy the constraints.
     partner_capacity : int, optional
@@ -304,8 +226,16 @@ def _run(key, checked: _Checked, prior, init_labels, partner_capacity, dtype, pr
     sampler, n_chains, n_burnin, n_samples, thin = (
         checked.settings[k] for k in ("sampler", "n_chains", "n_burnin", "n_samples", "thin")
     )
-    prepared = prepare_data(X, prior)
-    family = prepared.family.astype(dtype)
+    problem = prepare_problem(
+        X,
+        constraints,
+        prior,
+        sampler=sampler,
+        split_merge=checked.split_merge,
+        dtype=dtype,
+        partner_capacity=partner_capacity,
+        mesh=mesh,
+    )
     key = prng_key(key)
     k_run = _second_key(key)
     if init_labels is None:
@@ -318,32 +248,11 @@ def _run(key, checked: _Checked, prior, init_labels, partner_capacity, dtype, pr
             )
         item_labels = np.broadcast_to(item_labels, (n_chains, n))
         item_labels = np.stack([check_labels(row, n=n, name="init_labels") for row in item_labels])
-    group_labels = np.zeros((n_chains, n), dtype=np.int32)
-    for c in range(n_chains):
-        g = chains.repair_labels(item_labels[c], constraints)
-        group_labels[c, : len(g)] = g
-    if mesh is not None and sampler == "subcluster":
-        data = distributed.shard_data(
-            prepared.X, constraints, family, mesh, dtype, partner_capacity, prepared.log_jacobian
-        )
-    else:
-        data = _state.prepare(
-            prepared.X,
-            constraints,
-            family,
-            dtype,
-            partner_capacity,
-            prepared.log_jacobian,
-            sampler == "subcluster",
-        )
-    # the colour loop is the parallel sampler's only; a fixed flag keeps the collapsed compile across rounds
-    constrained = sampler == "subcluster" and constraints is not None and constraints.max_partner_degree > 0
-    spec = Kernel(sampler, split_merge=checked.split_merge, constrained=constrained)
     return chains.run_chains(
         k_run,
-        data,
-        family,
-        group_labels,
+        problem.data,
+        problem.family,
+        start_labels(item_labels, constraints, n),
         alpha=checked.alpha,
         alpha_prior=checked.alpha_prior,
         n_burnin=n_burnin,
@@ -351,7 +260,7 @@ def _run(key, checked: _Checked, prior, init_labels, partner_capacity, dtype, pr
         thin=thin,
         capacity=checked.capacity,
         progress=progress,
-        spec=spec,
+        spec=problem.spec,
         mesh=mesh,
     )
 
@@ -566,7 +475,7 @@ class DPMM(ClusterMixin, BaseEstimator):
             prep = prepare_data(self._X, self.prior)
         X_new = X[:, prep.columns]
         if self.prior is None or self.prior.centred:
-            shift, scale = _location_scale(self._X[:, prep.columns])
+            shift, scale = location_scale(self._X[:, prep.columns])
             X_new = (X_new - shift) / scale
         return assignment_probabilities(
             prep.family, prep.X, X_new, self.samples_, self.alpha_samples_, self.labels_

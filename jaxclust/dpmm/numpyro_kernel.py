@@ -1,5 +1,5 @@
-"""The DPMM Gibbs sweep as a NumPyro ``MCMCKernel`` (a thin adapter; the maths is in
-:mod:`jaxclust.dpmm.gibbs`).
+"""The DPMM's collapsed iteration as a NumPyro ``MCMCKernel`` (a thin adapter over
+:func:`jaxclust.dpmm.kernels.build_kernel`, with the fit's preparation of :mod:`jaxclust.dpmm.problem`).
 
 Example::
 
@@ -25,12 +25,13 @@ import numpy as np
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
-from jaxclust.dpmm import chains
+from jaxclust.constraints import as_constraints
 from jaxclust.dpmm import state as _state
 from jaxclust.dpmm.alpha import check_alpha_prior
-from jaxclust.dpmm.kernels import Kernel, iterate
-from jaxclust.dpmm.model import as_constraints, prepare_data
-from jaxclust.validation import check_array, check_positive
+from jaxclust.dpmm.chains import alpha_prior_arrays
+from jaxclust.dpmm.kernels import build_kernel
+from jaxclust.dpmm.problem import prepare_problem, start_labels
+from jaxclust.validation import check_array, check_int, check_positive
 
 __all__ = ["DPMMKernel", "DPMMKernelState"]
 
@@ -74,19 +75,22 @@ class DPMMKernel(MCMCKernel):
     ):
         X = check_array(X, name="X", min_rows=2)
         constraints = as_constraints(constraints, X.shape[0])
-        prepared = prepare_data(X, prior)
-        self._family = prepared.family.astype(dtype)
-        self._data = _state.prepare(
-            prepared.X, constraints, self._family, dtype, log_jacobian=prepared.log_jacobian
+        problem = prepare_problem(
+            X,
+            constraints,
+            prior,
+            sampler="collapsed",
+            split_merge=check_int(split_merge, "split_merge", minimum=0),
+            dtype=dtype,
         )
+        self._family, self._data = problem.family, problem.data
         self._constraints = constraints
         self._alpha = check_positive(alpha, "alpha")
-        ap = check_alpha_prior(alpha_prior)
-        self._alpha_prior = None if ap is None else (jnp.asarray(ap[0], dtype), jnp.asarray(ap[1], dtype))
+        self._alpha_prior = alpha_prior_arrays(check_alpha_prior(alpha_prior), dtype)
         n_groups = X.shape[0] if constraints is None else constraints.n_groups
-        self._capacity = int(capacity) if capacity is not None else n_groups
+        self._capacity = n_groups if capacity is None else check_int(capacity, "capacity", minimum=1)
         self._sample_fn = None
-        self._spec = Kernel("collapsed", split_merge=int(split_merge))
+        self._kernel = build_kernel(problem.spec, self._family, self._alpha_prior)
 
     @property
     def default_fields(self):
@@ -100,25 +104,22 @@ class DPMMKernel(MCMCKernel):
         }
         return DPMMKernelState(draws, gstate.z[self._data.group_of], gstate, key)
 
-    def _init_one(self, key):
-        # every chain starts in one component (repaired on the host to satisfy the cannot-links)
-        g = chains.repair_labels(np.zeros(self._data.group_of.shape[0], np.int64), self._constraints)
-        z = np.zeros(self._data.valid.shape[0], np.int32)
-        z[: len(g)] = g
-        capacity = max(self._capacity, int(g.max()) + 1)
-        self._capacity = capacity
-        return jnp.asarray(z), key
-
     def _step_one(self, state: DPMMKernelState) -> DPMMKernelState:
         key, sub = jax.random.split(state.rng_key)
-        new, _ = iterate(sub, state.gibbs, self._data, self._family, self._alpha_prior, self._spec)
+        new, _ = self._kernel(sub, state.gibbs, self._data)
         return self._wrap(new, key)
 
     def init(self, rng_key, num_warmup, init_params, model_args=(), model_kwargs=None):
         del num_warmup, init_params, model_args, model_kwargs
         keys = rng_key if not is_prng_key(rng_key) else rng_key[None]
-        zs, ks = zip(*(self._init_one(k) for k in keys), strict=True)
-        z = jnp.stack(zs)
+        # every chain starts in one component (repaired on the host to satisfy the cannot-links)
+        n_rows = self._data.valid.shape[0]
+        z = start_labels(
+            np.zeros((len(keys), self._data.group_of.shape[0]), np.int64), self._constraints, n_rows
+        )
+        self._capacity = max(self._capacity, int(z.max()) + 1)
+        z = jnp.asarray(z)
+        ks = list(keys)
         init_fn = jax.vmap(lambda zz: _state.init(zz, self._data, self._family, self._alpha, self._capacity))
         states = jax.vmap(self._wrap)(init_fn(z), jnp.stack(ks))
         if is_prng_key(rng_key):

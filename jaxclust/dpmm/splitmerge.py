@@ -42,8 +42,8 @@ One round
    their log-weights ``+-ln((1 - eps) / eps)``: the split is what makes those answers' pairs apart.
 
 The kernel changes the partition only; the new component of an accepted split takes any free slot. If a split
-is accepted and no slot is free, ``overflow`` is set and the caller grows the slots and redoes the block
-(:mod:`jaxclust.dpmm.chains`), as for the Gibbs sweep: never a truncation.
+is accepted and no slot is free, the round's info says ``overflow`` and the driver grows the slots and redoes the
+block (:mod:`jaxclust.dpmm.chains`), as for the Gibbs sweep: never a truncation.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ __all__ = [
     "MOVES",
 ]
 
-#: The counts a round reports, in this order (:func:`split_merge`'s second output).
-MOVES = ("proposed_splits", "accepted_splits", "proposed_merges", "accepted_merges")
+#: The counts a round reports (fields of its :class:`jaxclust.dpmm.state.MoveInfo`), in this order.
+MOVES = _state.MoveInfo._fields[:4]
 
 # 2-means steps of a split launch: on separated data it converges in 2-3.
 KMEANS_STEPS = 4
@@ -392,11 +392,10 @@ def split_merge(
     Returns
     -------
     state : GibbsState with the new assignment, the changed slots' counts and parameters recomputed from their
-        groups, and ``log_joint`` updated; ``overflow`` is set if an accepted split found no free slot (that
-        split is not applied).
-    counts : (4,) int32, the round's moves in the order of :data:`MOVES`: splits proposed (components of at
-        least two groups paired with an empty label) and accepted, merges proposed (pairs of components,
-        those a cannot-link blocks included) and accepted.
+        groups, and ``log_joint`` updated.
+    info : MoveInfo, the round's splits proposed (components of at least two groups paired with an empty
+        label) and accepted, merges proposed (pairs of components, those a cannot-link blocks included) and
+        accepted; ``overflow`` if an accepted split found no free slot (that split is not applied).
     """
     z = state.z
     V = state.counts.shape[0]
@@ -430,7 +429,7 @@ def split_merge(
     can_merge = pairs.is_merge & ~blocked
     log_u = jnp.log((bits[n_labels + n_pairs : n_words] >> 8).astype(dtype) * 2.0**-24)  # uniform on [0, 1)
     did_split, did_merge, new_slot, overflow = accept(
-        can_split, can_merge, ratio, log_u, pairs, occupied, state.overflow
+        can_split, can_merge, ratio, log_u, pairs, occupied, jnp.asarray(False)
     )
 
     # 7. apply: the moved groups, and the changed slots from the statistics above. Each slot takes one source:
@@ -466,18 +465,11 @@ def split_merge(
     slots = jax.tree.map(lambda a: a[src], table)
     n_keep = jnp.where(did_split, sizes[0], sizes[2])
     counts = jnp.concatenate([state.counts, jnp.zeros((1,), dtype), n_keep, sizes[1]])[src]
-    moves = jnp.stack(
-        [jnp.sum(v.astype(jnp.int32)) for v in (can_split, did_split, pairs.is_merge, did_merge)]
+    info = _state.MoveInfo(
+        *(jnp.sum(v.astype(jnp.int32)) for v in (can_split, did_split, pairs.is_merge, did_merge)), overflow
     )
-    new = _state.GibbsState(
-        z_new,
-        counts,
-        slots,
-        state.alpha,
-        overflow,
-        _state.log_joint(counts, slots, state.alpha, data, family, z_new, rows),
-    )
-    return new, moves
+    lj = _state.log_joint(counts, slots, state.alpha, data, family, z_new, rows)
+    return _state.GibbsState(z_new, counts, slots, state.alpha, lj), info
 
 
 def _expand(mask, like):

@@ -1,12 +1,15 @@
 """The DPMM sampler's state and data, and what every move shares: ``init``, the log joint, the exact refresh.
 
 Every sampler (:mod:`jaxclust.dpmm.gibbs`, :mod:`jaxclust.dpmm.splitmerge`, :mod:`jaxclust.dpmm.subcluster`)
-moves a :class:`GibbsState` (one chain: each group's slot, the slots' counts and posterior parameters, alpha, the
-overflow flag and the log joint) given :class:`GroupData` (per-fit constants: group statistics, the partner table
+moves a :class:`GibbsState` (one chain: each group's slot, the slots' counts and posterior parameters, alpha and the
+log joint) given :class:`GroupData` (per-fit constants: group statistics, the partner table
 of cannot-links and soft answers, the colouring). The unit of sampling is the must-link *group*; group arrays are
 padded to ``n`` rows (padded rows have size 0 and never move), so adding constraints between rounds keeps every
 shape. Cannot-links and soft answers are read from a fixed-width partner table; a group with more partners
 continues its list in spill rows (:class:`jaxclust.constraints.PartnerRows`).
+
+Every move is ``(key, state, data) -> (state, info)``: ``info`` is a :class:`MoveInfo` (what it proposed and
+accepted, and whether it needed a slot it did not have), so nothing about a move's bookkeeping lives in the state.
 
 Usage::
 
@@ -33,11 +36,16 @@ from jaxclust.transfer import to_device
 __all__ = [
     "GroupData",
     "GibbsState",
+    "MoveInfo",
+    "no_moves",
+    "combine",
     "prepare",
     "layout",
     "init",
     "refresh",
     "finish",
+    "refreshed",
+    "alpha_move",
     "log_joint",
     "answer_log_likelihood",
     "partner_terms",
@@ -90,7 +98,6 @@ class GibbsState(NamedTuple):
     counts : (K,) float number of items per slot
     slots : family posterior parameters per slot, leading axis K
     alpha : () concentration
-    overflow : () bool, a new component was needed while all K slots were occupied
     log_joint : () ln p(X, z | alpha) of the current state
     """
 
@@ -98,8 +105,38 @@ class GibbsState(NamedTuple):
     counts: jax.Array
     slots: Any
     alpha: jax.Array
-    overflow: jax.Array
     log_joint: jax.Array
+
+
+class MoveInfo(NamedTuple):
+    """What one move (or one iteration of composed moves) did to one chain; every field () and summed over
+    the moves, ``overflow`` or-ed.
+
+    proposed_splits, accepted_splits : int32, split proposals (components of at least two groups paired with
+        an empty label) and how many were accepted
+    proposed_merges, accepted_merges : int32, merge proposals (pairs of components, those a cannot-link
+        blocks included) and how many were accepted
+    overflow : bool, a move needed a new component while every slot was occupied; it left the state as if
+        the option did not exist, so the driver grows the slots and redoes the draws
+        (:func:`jaxclust.dpmm.chains.run_chains`): no retained sample comes from a truncated sampler
+    """
+
+    proposed_splits: jax.Array
+    accepted_splits: jax.Array
+    proposed_merges: jax.Array
+    accepted_merges: jax.Array
+    overflow: jax.Array
+
+
+def no_moves(overflow=False) -> MoveInfo:
+    """A :class:`MoveInfo` of a move that proposes no split or merge."""
+    zero = jnp.zeros((), jnp.int32)
+    return MoveInfo(zero, zero, zero, zero, jnp.asarray(overflow, bool))
+
+
+def combine(a: MoveInfo, b: MoveInfo) -> MoveInfo:
+    """The info of ``a`` then ``b``: counts added, overflow or-ed."""
+    return MoveInfo(*(x + y for x, y in zip(a[:4], b[:4], strict=True)), a.overflow | b.overflow)
 
 
 def prepare(
@@ -245,9 +282,7 @@ def init(z, data: GroupData, family, alpha, capacity: int, rows=None) -> GibbsSt
     z = jnp.asarray(z, jnp.int32)
     alpha = jnp.asarray(alpha, data.n_items.dtype)
     counts, slots = refresh(z, data, family, capacity, rows)
-    return GibbsState(
-        z, counts, slots, alpha, jnp.asarray(False), log_joint(counts, slots, alpha, data, family, z, rows)
-    )
+    return GibbsState(z, counts, slots, alpha, log_joint(counts, slots, alpha, data, family, z, rows))
 
 
 def pad_capacity(state: GibbsState, family, capacity: int) -> GibbsState:
@@ -262,20 +297,35 @@ def pad_capacity(state: GibbsState, family, capacity: int) -> GibbsState:
         lambda a, p: jnp.concatenate([a, p.astype(a.dtype)], axis=len(batch)), state.slots, pad
     )
     counts = jnp.concatenate([state.counts, jnp.zeros(batch + (extra,), state.counts.dtype)], axis=-1)
-    return state._replace(counts=counts, slots=slots, overflow=jnp.zeros_like(state.overflow))
+    return state._replace(counts=counts, slots=slots)
+
+
+def refreshed(z, state: GibbsState, data: GroupData, family, rows=None) -> GibbsState:
+    """The state with assignment ``z`` (n_rows,): counts and slots recomputed from it (:func:`refresh`), alpha
+    kept, and its log joint."""
+    counts, slots = refresh(z, data, family, state.counts.shape[0], rows)
+    return GibbsState(
+        z, counts, slots, state.alpha, log_joint(counts, slots, state.alpha, data, family, z, rows)
+    )
+
+
+def alpha_move(key, state: GibbsState, data: GroupData, family, alpha_prior=None, rows=None):
+    """The move alpha | K (Escobar-West) when ``alpha_prior`` is given, as ``(state, info)``.
+
+    ``alpha_prior``: ``(shape, rate)`` or ``(shape, rate, infer)`` of arrays, ``infer`` a traced bool (one
+    compiled move serves fixed and inferred alpha), or None to keep alpha fixed. ``state``'s counts and slots
+    must match its ``z``; the log joint is recomputed with the new alpha."""
+    if alpha_prior is None:
+        return state, no_moves()
+    n_comp = jnp.sum(state.counts > 0).astype(state.counts.dtype)
+    drawn = escobar_west(key, state.alpha, n_comp, data.n_items, alpha_prior[0], alpha_prior[1])
+    alpha = jnp.where(alpha_prior[2], drawn, state.alpha) if len(alpha_prior) == 3 else drawn
+    lj = log_joint(state.counts, state.slots, alpha, data, family, state.z, rows)
+    return state._replace(alpha=alpha, log_joint=lj), no_moves()
 
 
 def finish(key, z, state: GibbsState, data: GroupData, family, alpha_prior=None, rows=None) -> GibbsState:
-    """End of an iteration: counts and slots recomputed from ``z`` (exact), alpha | K (Escobar-West) when
-    ``alpha_prior`` is given (see :func:`sweep`), and the log joint. ``rows``: the rows are split over devices
+    """End of an iteration: counts and slots recomputed from ``z`` (exact: no drift accumulated by a move's
+    incremental updates), then :func:`alpha_move`. ``rows``: the rows are split over devices
     (:mod:`jaxclust.dpmm.rows`); counts, slots, alpha and the log joint are then the same on every device."""
-    K = state.counts.shape[0]
-    counts, slots = refresh(z, data, family, K, rows)
-    alpha = state.alpha
-    if alpha_prior is not None:
-        n_comp = jnp.sum(counts > 0).astype(counts.dtype)
-        drawn = escobar_west(key, alpha, n_comp, data.n_items, alpha_prior[0], alpha_prior[1])
-        alpha = jnp.where(alpha_prior[2], drawn, alpha) if len(alpha_prior) == 3 else drawn
-    return GibbsState(
-        z, counts, slots, alpha, state.overflow, log_joint(counts, slots, alpha, data, family, z, rows)
-    )
+    return alpha_move(key, refreshed(z, state, data, family, rows), data, family, alpha_prior, rows)[0]

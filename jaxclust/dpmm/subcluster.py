@@ -42,7 +42,7 @@ from jaxclust.dpmm import state as _state
 from jaxclust.dpmm.draws import categorical, gamma_draws
 
 # categorical is defined in jaxclust.dpmm.draws and kept importable here
-__all__ = ["restricted_step", "categorical"]
+__all__ = ["restricted_move", "restricted_step", "categorical"]
 
 
 def _log_weights(key, counts, alpha):
@@ -55,10 +55,21 @@ def _log_weights(key, counts, alpha):
     return jnp.where(occupied, log_pi, -jnp.inf)
 
 
+def restricted_move(
+    key, state: _state.GibbsState, data: _state.GroupData, family, constrained: bool = True, rows=None
+):
+    """Step 3 of the module docstring as a move ``(state, info)``: the new assignment, counts and slots recomputed
+    from it, alpha kept (the sampler's iteration ends with :func:`jaxclust.dpmm.state.alpha_move`). Arguments as
+    in :func:`restricted_step`; the step never needs a new slot (``info`` reports no overflow)."""
+    z = restricted_step(key, state, data, family, constrained, rows)
+    return _state.refreshed(z, state, data, family, rows), _state.no_moves()
+
+
 def restricted_step(
     key, state: _state.GibbsState, data: _state.GroupData, family, constrained: bool = True, rows=None
 ):
-    """Step 3 of the module docstring: new slots ``z`` (n_rows,) for every movable group.
+    """Step 3 of the module docstring: new slots ``z`` (n_rows,) for every movable group (the labels alone:
+    :func:`restricted_move` is the move).
 
     ``constrained`` (static) may be False when there are no cannot-links: the colour loop and partner masks
     are then skipped. Counts and slots of ``state`` must match ``state.z``; they are *not* refreshed here.

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from scipy.special import gammaln
 
 from jaxclust import DPMM, Constraints
-from jaxclust.dpmm import NormalGamma, chains, gibbs, model, repair_labels, sample
+from jaxclust.dpmm import NormalGamma, capacity, chains, gibbs, model, repair_labels, sample
 from jaxclust.dpmm import state as _state
 from jaxclust.errors import ConstraintConflictError, ConstraintError, InvalidInputError
 
@@ -141,14 +141,14 @@ def test_capacity_policy_steps():
     """Start: the requested slots (default 32), at least occupied + 2 rounded up to a multiple of 4, at most the
     groups; growth: x2 (and at least occupied + 2) to a multiple of 4, capped at the groups; proactive growth
     keeps a quarter of the slots free."""
-    assert chains.initial_capacity(1, 2000) == 32
-    assert chains.initial_capacity(40, 2000) == 44
-    assert chains.initial_capacity(1, 2000, 8) == 8 and chains.initial_capacity(8, 2000, 4) == 12
-    assert chains.initial_capacity(1, 3) == 3 and chains.initial_capacity(5, 3) == 5
-    assert [chains.grown_capacity(k, k, 2000) for k in (4, 8, 12, 16, 32)] == [8, 16, 24, 32, 64]
-    assert chains.grown_capacity(8, 17, 2000) == 20
-    assert chains.grown_capacity(32, 32, 40) == 40
-    assert chains.headroom(8) == 2 and chains.headroom(32) == 8
+    assert capacity.initial_capacity(1, 2000) == 32
+    assert capacity.initial_capacity(40, 2000) == 44
+    assert capacity.initial_capacity(1, 2000, 8) == 8 and capacity.initial_capacity(8, 2000, 4) == 12
+    assert capacity.initial_capacity(1, 3) == 3 and capacity.initial_capacity(5, 3) == 5
+    assert [capacity.grown_capacity(k, k, 2000) for k in (4, 8, 12, 16, 32)] == [8, 16, 24, 32, 64]
+    assert capacity.grown_capacity(8, 17, 2000) == 20
+    assert capacity.grown_capacity(32, 32, 40) == 40
+    assert capacity.headroom(8) == 2 and capacity.headroom(32) == 8
 
 
 def test_many_growths_give_the_draws_of_a_roomy_sampler():

@@ -1,0 +1,85 @@
+"""How many component slots the chains get: the driver's policy, apart from the kernel.
+
+A state has a fixed number of slots ``K`` (a compiled shape). A kernel that would need one more reports
+``overflow`` in its info (:class:`jaxclust.dpmm.state.MoveInfo`) instead of truncating; the driver
+(:func:`jaxclust.dpmm.chains.run_chains`) then grows the slots and redoes the block of iterations from its start
+with the same keys, so no retained sample comes from a truncated sampler. Growing costs a compile, so the slots
+start roomy and also grow ahead of need, when a block leaves fewer than :func:`headroom` of them free.
+
+Usage::
+
+    policy = SlotPolicy(initial_capacity(n_used, n_rows, capacity), n_groups, n_rows)
+    new = policy.after_overflow()                 # grow and redo the block
+    new = policy.after_block(occupied, last)      # None: keep the slots
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["SlotPolicy", "initial_capacity", "grown_capacity", "headroom", "MIN_SLOTS"]
+
+# Default starting slots: every chain starts in one component and split-merge creates several per round, so
+# start roomy (one compile serves up to ~24 components) rather than grow (each growth re-compiles).
+MIN_SLOTS = 32
+# Free slots kept beyond the largest occupied count: a quarter of the capacity, at least 2.
+HEADROOM = 2
+# Capacities are multiples of this (fewer distinct compiled shapes) and grow by GROWTH.
+SLOT_STEP = 4
+GROWTH = 2.0
+
+
+def headroom(capacity: int) -> int:
+    """Free slots a block should leave: a quarter of ``capacity``, at least ``HEADROOM``."""
+    return max(HEADROOM, int(capacity) // 4)
+
+
+def _round_slots(k: int) -> int:
+    return SLOT_STEP * -(-int(k) // SLOT_STEP)
+
+
+def initial_capacity(max_occupied: int, n_groups: int, capacity: int | None = None) -> int:
+    """Starting slots: ``capacity`` (default ``MIN_SLOTS``), at least ``max_occupied + HEADROOM`` rounded up to a
+    multiple of ``SLOT_STEP``, and at most ``n_groups`` (enough for any partition; never below
+    ``max_occupied``). Callers pass the number of group *rows* (the items, a constant of the data) as
+    ``n_groups`` so that must-links joining groups between fits do not change the compiled shapes."""
+    want = max(int(capacity or MIN_SLOTS), _round_slots(int(max_occupied) + HEADROOM))
+    return max(int(max_occupied), 1, min(want, int(n_groups)))
+
+
+def grown_capacity(capacity: int, max_occupied: int, n_groups: int) -> int:
+    """Next capacity: x``GROWTH`` and at least ``max_occupied + HEADROOM``, a multiple of ``SLOT_STEP``, capped at
+    ``n_groups``."""
+    want = max(_round_slots(math.ceil(GROWTH * capacity)), _round_slots(int(max_occupied) + HEADROOM))
+    return min(want, max(int(n_groups), capacity))
+
+
+class SlotPolicy:
+    """The slots of one run of chains: ``capacity`` now, and how many times it grew (``growths``) and a block was
+    redone after an overflow (``redos``). ``n_groups``: must-link groups (a partition never needs more slots);
+    ``n_rows``: group rows, the cap of a growth."""
+
+    def __init__(self, capacity: int, n_groups: int, n_rows: int):
+        self.capacity, self.n_groups, self.n_rows = int(capacity), int(n_groups), int(n_rows)
+        self.growths = self.redos = 0
+
+    def _grow(self, occupied: int) -> int:
+        self.capacity = grown_capacity(self.capacity, occupied, self.n_rows)
+        self.growths += 1
+        return self.capacity
+
+    def after_overflow(self) -> int:
+        """The capacity to redo a block with, after a chain lacked a slot."""
+        if self.capacity >= self.n_groups:  # cannot happen (a partition fits); never loop forever
+            raise RuntimeError(
+                f"DPMM sampler overflowed with {self.capacity} slots for {self.n_groups} groups"
+            )
+        self.redos += 1
+        return self._grow(self.capacity)
+
+    def after_block(self, occupied: int, last: bool) -> int | None:
+        """The capacity for the next block when a block that ended with ``occupied`` components (at most, over the
+        chains) left less than the headroom, else None; None after the ``last`` block."""
+        if occupied + headroom(self.capacity) > self.capacity and self.capacity < self.n_groups and not last:
+            return self._grow(occupied)
+        return None
