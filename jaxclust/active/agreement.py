@@ -14,12 +14,12 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
+from jaxclust.active.answer_log import UNNAMED
 from jaxclust.metrics.agreement import cohen_kappa, krippendorff_alpha
 
 __all__ = ["store_agreement", "error_rates", "UNNAMED", "PRIOR_AGREEMENT", "PRIOR_WEIGHT"]
 
 #: How answers stored without an annotator are counted: as one annotator of this name.
-UNNAMED = "(unnamed)"
 #: Before any doubly answered pair, an annotator is taken to agree with the others on this share of pairs ...
 PRIOR_AGREEMENT = 0.9
 #: ... with the weight of this many pairs (their measured agreement takes over as doubly answered pairs come).

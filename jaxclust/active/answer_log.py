@@ -69,20 +69,25 @@ def default_annotator() -> str:
     return name if check_annotator(name, quiet=True) else "unknown"
 
 
+#: How answers stored without an annotator are shown and counted; no annotator may take the name.
+UNNAMED = "(unnamed)"
+
+
 def check_annotator(value: Any, name: str = "annotator", quiet: bool = False) -> Any:
-    """``value`` if it is a valid annotator name (a non-empty string of at most 100 printable characters, or
-    None); else ``InvalidInputError`` naming ``name`` (or False when ``quiet``)."""
+    """``value`` if it is a valid annotator name (a non-empty string of at most 100 printable characters other
+    than :data:`UNNAMED`, or None); else ``InvalidInputError`` naming ``name`` (or False when ``quiet``)."""
     ok = value is None or (
         isinstance(value, str)
         and 0 < len(value.strip()) == len(value) <= _MAX_ANNOTATOR
         and value.isprintable()
+        and value != UNNAMED
     )
     if quiet:
         return ok and value is not None
     if not ok:
         raise InvalidInputError(
             f"{name}: expected a name of 1 to {_MAX_ANNOTATOR} printable characters without surrounding "
-            f"spaces, got {value!r}"
+            f"spaces, other than {UNNAMED!r} (the answers stored without a name), got {value!r}"
         )
     return value
 

@@ -48,10 +48,14 @@ from jaxclust.errors import InvalidInputError, QuestionError
 from jaxclust.metrics.partition import v_beta
 from jaxclust.validation import check_array
 
-__all__ = ["TeamSession", "Question", "ANSWERS"]
+__all__ = ["TeamSession", "Question", "ANSWERS", "HOLD_SECONDS"]
 
 #: The answers :meth:`TeamSession.answer` takes.
 ANSWERS = ("must", "cannot", "unknown")
+
+
+#: How long a question handed to an annotator is theirs alone (seconds); after that it may go to another.
+HOLD_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -115,8 +119,17 @@ class TeamSession:
         pool_size: int = 32,
         random_state: int = 0,
         labels=None,
+        hold_seconds: float = HOLD_SECONDS,
     ):
         learner._validate(0 if n_queries is None else n_queries)
+        if (
+            isinstance(hold_seconds, bool)
+            or not isinstance(hold_seconds, int | float)
+            or not hold_seconds > 0
+        ):
+            raise InvalidInputError(
+                f"hold_seconds: expected a positive number of seconds, got {hold_seconds!r}"
+            )
         if isinstance(double, bool) or not isinstance(double, int | float) or not 0.0 <= double <= 1.0:
             raise InvalidInputError(f"double: expected a share of the pairs in [0, 1], got {double!r}")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
@@ -139,7 +152,9 @@ class TeamSession:
         self.fit_seconds: float | None = None
         self.max_entropy: float | None = None
         self.answered_at_fit = -1  # answers in effect the samples saw (-1: no fit yet)
+        self.hold_seconds = float(hold_seconds)
         self._held: dict[str, Question] = {}  # annotator -> the question they hold
+        self._held_at: dict[str, float] = {}  # annotator -> when they got it (time.monotonic)
         self._holder: dict[tuple[int, int], str] = {}
         self._by_pair: dict[tuple[int, int], dict[str, str]] = {}  # pair -> {annotator: must/cannot}
         self._second: dict[tuple[int, int], None] = {}  # pairs owed a second opinion, oldest first
@@ -188,11 +203,17 @@ class TeamSession:
         return got
 
     # --- handing out questions -------------------------------------------------------------------------------
+    def _free(self, p: tuple[int, int]) -> bool:
+        """Nobody holds the pair, or its holder has had it longer than ``hold_seconds`` (it may go to another
+        annotator; the holder can still answer it until then)."""
+        who = self._holder.get(p)
+        return who is None or time.monotonic() - self._held_at.get(who, 0.0) > self.hold_seconds
+
     def _open(self, p: tuple[int, int]) -> bool:
-        """Nobody holds the pair, nobody answered it, and the answers do not imply it."""
+        """The pair is free, nobody answered it, and the answers do not imply it."""
         st = self.state
         return (
-            p not in self._holder
+            self._free(p)
             and p not in self._by_pair
             and p not in st.unknown
             and st.constraints.status(*p) is None
@@ -227,7 +248,7 @@ class TeamSession:
             if back is not None and self._open(back):
                 return self._hold(who, back, "new", "you undid your answer to this pair")
             for p in self._second:
-                if p not in self._holder and who not in self._by_pair[p]:
+                if self._free(p) and who not in self._by_pair[p]:
                     return self._hold(who, p, "second")
             if self.done:
                 return None
@@ -245,7 +266,11 @@ class TeamSession:
         q = self._describe(p, kind)
         if reason is not None:
             q = Question(q.i, q.j, q.kind, reason, q.p_same)
+        before = self._holder.get(p)
+        if before is not None and before != who:  # a hold that expired: its holder no longer has the pair
+            self._release(before)
         self._held[who], self._holder[p] = q, who
+        self._held_at[who] = time.monotonic()
         return q
 
     @property
@@ -311,19 +336,45 @@ class TeamSession:
 
     def _release(self, who: str) -> None:
         q = self._held.pop(who, None)
-        if q is not None:
+        self._held_at.pop(who, None)
+        if q is not None and self._holder.get((q.i, q.j)) == who:
             self._holder.pop((q.i, q.j), None)
+
+    def waiting(self) -> str:
+        """Why :meth:`question` has nothing for an annotator while the session is not done, in words."""
+        with self.lock:
+            held = len(self._holder)
+        return (
+            f"every open pair is held by other annotators ({held} held; a pair not answered within "
+            f"{self.hold_seconds:g} s goes to the next who asks)"
+        )
+
+    def last_answer(self, annotator: str) -> dict[str, Any] | None:
+        """``annotator``'s latest answer in effect (the one :meth:`undo` would undo), None when they have none."""
+        who = check_annotator(annotator)
+        with self.lock:
+            for rec in reversed(self.store.records):
+                if rec.get("annotator") == who:
+                    return rec
+        return None
 
     def skip(self, annotator: str) -> None:
         """Give back the question ``annotator`` holds without answering it (another annotator may get it)."""
         with self.lock:
             self._release(check_annotator(annotator))
 
-    def undo(self, annotator: str) -> dict[str, Any] | None:
+    def undo(self, annotator: str, pair: tuple[int, int] | None = None) -> dict[str, Any] | None:
         """Undo ``annotator``'s latest answer in effect (an undo record; nothing is deleted) and hand its pair
-        back to them. Returns the undone record, None when they have none."""
+        back to them. Returns the undone record, None when they have none.
+
+        ``pair``: undo only if that latest answer is about ``pair`` (either order), else nothing (None): a request
+        sent twice undoes one answer, as an answer sent twice stores one."""
         who = check_annotator(annotator)
         with self.lock:
+            if pair is not None:
+                last = self.last_answer(who)
+                if last is None or (last["i"], last["j"]) != (min(pair), max(pair)):
+                    return None
             undone = self.store.undo(who)
             if undone is not None:
                 self._last.pop(who, None)
@@ -334,7 +385,8 @@ class TeamSession:
 
     # --- the model ----------------------------------------------------------------------------------------------
     def _excluded(self) -> set[tuple[int, int]]:
-        return set(self._by_pair) | set(self.state.unknown) | set(self._holder)
+        held = {p for p in self._holder if not self._free(p)}
+        return set(self._by_pair) | set(self.state.unknown) | held
 
     def _rank(self, samples, components, constraints, exclude) -> tuple[list[tuple[int, int]], float | None]:
         """The pool: the strategy's best pairs under ``samples`` (random pairs before the first fit), and the

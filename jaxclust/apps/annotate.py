@@ -423,17 +423,31 @@ def run_annotate(
 
 
 def labels_csv(names: list[str], labels: np.ndarray, texts: list[str] | None = None) -> str:
-    """The clustering as CSV text: ``name,cluster`` (and ``text`` for texts), clusters numbered from 0."""
+    """The clustering as CSV text: ``name,cluster`` (and ``text`` for texts), clusters numbered from 0. A name or
+    text a spreadsheet would run as a formula (starting with ``= + - @``, a tab or a carriage return, and not a
+    number) is written after a ``'``, which spreadsheets show as text."""
     buf = io.StringIO()
     w = csv.writer(buf)
     clusters = np.unique(labels, return_inverse=True)[1].tolist()
+    names = [csv_cell(v) for v in names]
     if texts is None:
         w.writerow(["name", "cluster"])
         w.writerows(zip(names, clusters, strict=True))
     else:
         w.writerow(["name", "cluster", "text"])
-        w.writerows(zip(names, clusters, texts, strict=True))
+        w.writerows(zip(names, clusters, [csv_cell(v) for v in texts], strict=True))
     return buf.getvalue()
+
+
+def csv_cell(value) -> str:
+    """``value`` as a CSV cell no spreadsheet runs as a formula (see :func:`labels_csv`)."""
+    text = str(value)
+    if text[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        try:
+            float(text)
+        except ValueError:
+            return "'" + text
+    return text
 
 
 def _write_labels(path: Path, names: list[str], labels: np.ndarray, texts: list[str] | None = None) -> None:

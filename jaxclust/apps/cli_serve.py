@@ -19,7 +19,7 @@ from jaxclust.errors import JaxclustError
 __all__ = ["serve", "SERVE_FLAGS"]
 
 # how error messages name the options: annotate's, and --double
-SERVE_FLAGS = {**ANNOTATE_FLAGS, "double": "--double"}
+SERVE_FLAGS = {**ANNOTATE_FLAGS, "double": "--double", "token": "--token"}
 
 
 def serve(
@@ -79,8 +79,6 @@ def serve(
         fail(f"--seed: expected a non-negative integer, got {seed}")
     if not 0 <= port <= 65535:
         fail(f"--port: expected a port number 0..65535, got {port}")
-    if token is not None and len(token) < 8:
-        fail("--token: expected at least 8 characters")
     try:
         from jaxclust.apps.serve import run_serve  # loads JAX, Starlette and Uvicorn
     except ImportError as exc:

@@ -16,24 +16,25 @@ shortcuts):
   holds the next question), ``POST /api/undo``, ``GET /api/status``; the annotator is the ``X-Annotator``
   header (or the sign-in cookie).
 
-Security: :func:`make_app` needs a ``token`` unless the server listens on a loopback address (the command line
-generates one and prints the address with it); the token comes once as ``?token=`` and is kept in a cookie, or
-as ``Authorization: Bearer <token>``. Every item and name is escaped; pages allow scripts and styles from the
+Security (:mod:`jaxclust.apps.serve_access`): the server needs a ``token`` unless it listens on a loopback
+address (the command line generates one and prints the address with it; the token comes once as ``?token=`` and
+is kept in a cookie, or as ``Authorization: Bearer <token>``), and without one it answers only requests addressed
+to this machine's own names. Images are read only from regular image files under the data's folder
+(:mod:`jaxclust.apps.serve_items`). Every item and name is escaped; pages allow scripts and styles from the
 server only (Content-Security-Policy); request bodies are bounded (``max_body`` bytes); a bad request gets a
 4xx page or JSON with a message, an unexpected error a 500 without a trace (the trace goes to the server's log).
 """
 
 from __future__ import annotations
 
-import hmac
 import html
 import io
 import json
 import logging
-import secrets
+import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, quote, unquote
 
 import numpy as np
 
@@ -52,6 +53,8 @@ from jaxclust.apps.annotate import (
 )
 from jaxclust.apps.features import compute_features, projection_2d, session_features
 from jaxclust.apps.items import Items, read_items
+from jaxclust.apps.serve_access import Guard, allowed_hosts, check_token, is_loopback, new_token
+from jaxclust.apps.serve_items import ItemView
 from jaxclust.errors import (
     InvalidInputError,
     JaxclustError,
@@ -65,7 +68,7 @@ try:
     from starlette.concurrency import run_in_threadpool
     from starlette.exceptions import HTTPException
     from starlette.requests import Request
-    from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+    from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
     from starlette.routing import Route
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise MissingDependencyError(
@@ -76,74 +79,15 @@ __all__ = [
     "make_app",
     "open_team",
     "run_serve",
-    "ItemView",
     "MAX_BODY",
-    "IMAGE_SUFFIXES",
-    "new_token",
-    "is_loopback",
 ]
 
 log = logging.getLogger("jaxclust.serve")
 
 #: Largest request body accepted (bytes): an answer is a few dozen.
 MAX_BODY = 16 * 1024
-#: An item whose text, context or name is a path to an existing file with one of these suffixes is shown as
-#: that image.
-IMAGE_SUFFIXES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif"}
 REPLY_WORDS = {"must": "same cluster", "cannot": "different clusters", "unknown": "don't know"}
-COOKIE_NAME, COOKIE_TOKEN = "jaxclust_annotator", "jaxclust_token"
-
-
-def new_token() -> str:
-    """A random access token (URL-safe, 128 bits)."""
-    return secrets.token_urlsafe(16)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (only this machine can connect)."""
-    return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
-
-
-class ItemView:
-    """How items are shown: name, text, context and image of item ``k``."""
-
-    def __init__(self, items: Items, max_chars: int | None = 600):
-        self.items, self.max_chars = items, max_chars
-        base = items.source.parent if items.source is not None else Path.cwd()
-        self.images: dict[int, Path] = {}
-        for values in (items.texts, items.contexts, items.names):
-            for k, v in enumerate(values or ()):
-                path = Path(str(v).strip())
-                if k in self.images or path.suffix.lower() not in IMAGE_SUFFIXES or len(str(v)) > 4096:
-                    continue
-                path = path if path.is_absolute() else base / path
-                if path.is_file():
-                    self.images[k] = path.resolve()
-
-    def html(self, k: int) -> str:
-        it = self.items
-        parts = [f"<div class=name>{html.escape(item_label(it.names, k, 200))}</div>"]
-        if k in self.images:
-            parts.append(f"<img class=item src='/item/{k}/image' alt='{html.escape(self.images[k].name)}'>")
-        if it.texts is not None and k not in self.images:
-            parts.append(f"<div class=text>{html.escape(shorten(it.texts[k], self.max_chars))}</div>")
-        if it.contexts is not None and it.contexts[k] and k not in self.images:
-            parts.append(f"<div class=context>{html.escape(shorten(it.contexts[k], self.max_chars))}</div>")
-        if it.texts is None and it.contexts is None and it.X is not None:
-            cols = it.columns or [f"x{c}" for c in range(it.X.shape[1])]
-            vals = ", ".join(f"{c}={v:.3g}" for c, v in zip(cols[:8], it.X[k, :8], strict=False))
-            parts.append(f"<div class=context>{html.escape(vals)}</div>")
-        return "".join(parts)
-
-    def plain(self, k: int) -> dict[str, Any]:
-        it = self.items
-        return {
-            "index": k,
-            "name": it.names[k],
-            "text": None if it.texts is None else it.texts[k],
-            "context": None if it.contexts is None else it.contexts[k],
-            "image": f"/item/{k}/image" if k in self.images else None,
-        }
+COOKIE_NAME = "jaxclust_annotator"
 
 
 STYLE = """
@@ -186,53 +130,6 @@ _HEADERS = {
 }
 
 
-class Guard:
-    """ASGI middleware: the access token (when one is set) and the bound on request bodies."""
-
-    def __init__(self, app, token: str | None, max_body: int):
-        self.app, self.token, self.max_body = app, token, max_body
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        length = headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_body):
-            return await _plain(send, 413, f"request body too large (at most {self.max_body} bytes)")
-        if self.token is not None:
-            request = Request(scope)
-            given = request.query_params.get("token")
-            auth = headers.get("authorization", "")
-            ok = any(
-                t is not None and hmac.compare_digest(t.encode(), self.token.encode())
-                for t in (
-                    given,
-                    request.cookies.get(COOKIE_TOKEN),
-                    auth[7:] if auth.startswith("Bearer ") else None,
-                )
-            )
-            if not ok:
-                return await _plain(
-                    send, 401, "this server needs its access token: open the address it printed at start"
-                )
-            if given is not None and scope["method"] == "GET":  # keep it in a cookie, out of the address bar
-                rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
-                response = RedirectResponse(scope["path"] + (f"?{rest}" if rest else ""), status_code=303)
-                response.set_cookie(COOKIE_TOKEN, self.token, httponly=True, samesite="strict")
-                return await response(scope, receive, send)
-        seen = 0
-
-        async def bounded():
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.max_body:
-                raise HTTPException(413, f"request body too large (at most {self.max_body} bytes)")
-            return message
-
-        return await self.app(scope, bounded, send)
-
-
 async def form_of(request: Request) -> dict[str, str]:
     """The fields of a posted form (``application/x-www-form-urlencoded``, the pages' only kind), first value
     of each."""
@@ -242,17 +139,12 @@ async def form_of(request: Request) -> dict[str, str]:
             415, f"expected a form (application/x-www-form-urlencoded), got {kind or 'no body type'}"
         )
     try:
-        fields = parse_qs((await request.body()).decode("utf-8"), max_num_fields=20, strict_parsing=False)
+        fields = parse_qs(
+            (await request.body()).decode("utf-8"), max_num_fields=20, strict_parsing=False, errors="strict"
+        )
     except (UnicodeDecodeError, ValueError) as exc:
         raise HTTPException(400, f"the form could not be read ({exc})") from exc
     return {k: v[0] for k, v in fields.items()}
-
-
-async def _plain(send, status: int, text: str) -> None:
-    body = text.encode()
-    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 class App:
@@ -266,7 +158,9 @@ class App:
 
     # --- who is asking ----------------------------------------------------------------------------------------
     def who(self, request: Request, required: bool = True) -> str | None:
-        name = request.headers.get("x-annotator") or request.cookies.get(COOKIE_NAME)
+        name = request.headers.get("x-annotator")
+        if name is None and request.cookies.get(COOKIE_NAME) is not None:
+            name = unquote(request.cookies[COOKIE_NAME], errors="strict")  # percent-encoded: any script
         if name is None:
             if required:
                 raise HTTPException(
@@ -332,9 +226,15 @@ class App:
         q = await run_in_threadpool(self.team.question, who)
         flash = self.messages.pop(who, None)
         parts = [f"<div class={flash[0]}>{html.escape(flash[1])}</div>" if flash else "", self.progress(who)]
+        last = self.team.last_answer(who)
+        pair = (
+            ""
+            if last is None
+            else f"<input type=hidden name=undo_i value={last['i']}><input type=hidden name=undo_j value={last['j']}>"
+        )
         undo = (
-            "<form method=post action=/undo><button class=undo data-key=undo>Undo my last answer <kbd>u</kbd>"
-            "</button></form>"
+            f"<form method=post action=/undo>{pair}<button class=undo data-key=undo>Undo my last answer "
+            "<kbd>u</kbd></button></form>"
         )
         if q is None:
             done = self.team.done
@@ -342,8 +242,8 @@ class App:
                 "<h2>Nothing left to ask</h2><p>The session's target is reached, or the model is confident about "
                 "every remaining pair. Undo still works.</p>"
                 if done
-                else "<h2>No question free right now</h2><p>Every open pair is with another annotator; this page "
-                "looks again every few seconds.</p>"
+                else f"<h2>No question free right now</h2><p>{html.escape(self.team.waiting())}; this page looks "
+                "again every few seconds.</p>"
             )
             parts.append(undo)
             return self.page("annotate", "".join(parts), who, refresh=None if done else 3)
@@ -385,7 +285,9 @@ class App:
         if not name:
             raise HTTPException(400, "annotator: give your name")
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(COOKIE_NAME, name, httponly=True, samesite="strict", max_age=30 * 24 * 3600)
+        response.set_cookie(
+            COOKIE_NAME, quote(name, safe=""), httponly=True, samesite="strict", max_age=30 * 24 * 3600
+        )
         return response
 
     async def signout(self, request: Request):
@@ -396,11 +298,8 @@ class App:
         response.delete_cookie(COOKIE_NAME)
         return response
 
-    def answer_of(self, fields: Any) -> tuple[int, int, str]:
-        try:
-            i, j = int(str(fields.get("i"))), int(str(fields.get("j")))
-        except ValueError as exc:
-            raise HTTPException(400, "i, j: expected the item numbers of the pair asked") from exc
+    def answer_of(self, fields: Any, form: bool = True) -> tuple[int, int, str]:
+        i, j = _pair_of(fields, "i", "j", "the pair asked", form)
         answer = fields.get("answer")
         if answer not in ANSWERS:
             raise HTTPException(400, f"answer: expected one of {', '.join(ANSWERS)}, got {answer!r}")
@@ -426,9 +325,17 @@ class App:
 
     async def undo(self, request: Request):
         who = self.who(request)
-        undone = await run_in_threadpool(self.team.undo, who)
-        if undone is None:
+        form = await form_of(request) if await request.body() else {}
+        # the page names the answer it offers to undo: sent twice, it undoes one (a bare post: the latest)
+        pair = _pair_of(form, "undo_i", "undo_j", "the answer to undo") if "undo_i" in form else None
+        undone = await run_in_threadpool(self.team.undo, who, pair)
+        if undone is None and pair is None:
             self.messages[who] = ("msg", "Nothing to undo: you have no answer in effect.")
+        elif undone is None:  # sent twice, or undone meanwhile: undo is idempotent, as answering is
+            self.messages[who] = (
+                "msg",
+                f"The answer about {pair[0]}-{pair[1]} is no longer in effect: nothing undone.",
+            )
         else:
             self.messages[who] = (
                 "msg",
@@ -576,10 +483,10 @@ class App:
 
     async def image(self, request: Request):
         k = request.path_params["k"]
-        path = self.view.images.get(k)
-        if path is None:
+        got = await run_in_threadpool(self.view.image_bytes, k)
+        if got is None:
             raise HTTPException(404, f"item {k} has no image")
-        return FileResponse(path, media_type=IMAGE_SUFFIXES[path.suffix.lower()], headers=_HEADERS)
+        return Response(got[0], media_type=got[1], headers=_HEADERS)
 
     def records(self) -> list[dict[str, Any]]:
         with self.team.lock:
@@ -605,26 +512,62 @@ class App:
     async def api_question(self, request: Request):
         who = self.who(request)
         q = await run_in_threadpool(self.team.question, who)
-        return JSONResponse({"question": self.question_json(q), "done": self.team.done})
+        reply: dict[str, Any] = {"question": self.question_json(q), "done": self.team.done}
+        if q is None and not reply["done"]:
+            reply["waiting"] = self.team.waiting()
+        return JSONResponse(reply)
 
     async def api_answer(self, request: Request):
         who = self.who(request)
-        try:
-            body = json.loads(await request.body())
-        except ValueError as exc:
-            raise HTTPException(400, 'expected a JSON object {"i", "j", "answer"}') from exc
-        if not isinstance(body, dict):
-            raise HTTPException(400, 'expected a JSON object {"i", "j", "answer"}')
-        i, j, answer = self.answer_of(body)
+        i, j, answer = self.answer_of(await _json_object(request, '{"i", "j", "answer"}'), form=False)
         stored = await run_in_threadpool(self.team.answer, who, i, j, answer)
         q = await run_in_threadpool(self.team.question, who)
         return JSONResponse({"stored": stored, "next": self.question_json(q)})
 
     async def api_undo(self, request: Request):
-        return JSONResponse({"undone": await run_in_threadpool(self.team.undo, self.who(request))})
+        who = self.who(request)
+        pair = None
+        if await request.body():  # {"i", "j"}: undo that answer only if it is still the latest in effect
+            pair = _pair_of(
+                await _json_object(request, '{"i", "j"}'), "i", "j", "the answer to undo", form=False
+            )
+        undone = await run_in_threadpool(self.team.undo, who, pair)
+        if undone is None and pair is not None:
+            return JSONResponse(
+                {
+                    "undone": None,
+                    "message": f"already undone: {pair[0]}-{pair[1]} is not {who}'s latest answer",
+                }
+            )
+        return JSONResponse({"undone": undone})
 
     async def api_status(self, request: Request):
         return JSONResponse(await run_in_threadpool(self.team.status))
+
+
+def _pair_of(fields: dict, a: str, b: str, what: str, form: bool = True) -> tuple[int, int]:
+    """Two item numbers: a form's decimal digits (``int`` would read ``"1_1"`` as 11), or with ``form=False``
+    JSON integers (not strings, floats or booleans)."""
+
+    def one(v):
+        if not form and isinstance(v, int) and not isinstance(v, bool):
+            return v
+        if form and isinstance(v, str) and re.fullmatch(r"[0-9]{1,12}", v):
+            return int(v)
+        raise HTTPException(400, f"{a}, {b}: expected the item numbers of {what} (integers), got {v!r}")
+
+    return one(fields.get(a)), one(fields.get(b))
+
+
+async def _json_object(request: Request, shape: str) -> dict:
+    """The request's body as a JSON object; 400 for anything else (nesting too deep to read included)."""
+    try:
+        body = json.loads(await request.body())
+    except (ValueError, RecursionError) as exc:
+        raise HTTPException(400, f"expected a JSON object {shape}") from exc
+    if not isinstance(body, dict):
+        raise HTTPException(400, f"expected a JSON object {shape}")
+    return body
 
 
 def _error_page(status: int, text: str, request: Request):
@@ -645,16 +588,21 @@ def make_app(
     token: str | None = None,
     max_body: int = MAX_BODY,
     title: str | None = None,
+    hosts: frozenset[str] | None = None,
+    image_root: str | Path | None = None,
 ) -> Starlette:
     """The web annotator (an ASGI application) over ``team``, showing ``items``.
 
-    ``token``: required of every request when given (see the module docstring); ``max_body``: largest request
-    body in bytes; ``title``: shown in the page header (default: the store's file name). The caller starts and
-    closes ``team``.
+    ``token``: required of every request when given (see the module docstring; :func:`check_token`);
+    ``max_body``: largest request body in bytes; ``title``: shown in the page header (default: the store's file
+    name); ``hosts``: the names requests may address (the Host header, :func:`allowed_hosts`), None for any;
+    ``image_root``: the folder images are served from (:class:`ItemView`). The caller starts and closes ``team``.
     """
     if len(items) != team.n:
         raise InvalidInputError(f"items: {len(items)} items, the team session has {team.n}")
-    app = App(team, ItemView(items), title or team.store.path.name)
+    if token is not None:
+        check_token(token)
+    app = App(team, ItemView(items, root=image_root), title or team.store.path.name)
 
     async def http_error(request: Request, exc: HTTPException):
         return _error_page(exc.status_code, str(exc.detail), request)
@@ -700,7 +648,7 @@ def make_app(
         routes=routes,
         exception_handlers={HTTPException: http_error, JaxclustError: jaxclust_error, Exception: unexpected},
     )
-    web.add_middleware(Guard, token=token, max_body=int(max_body))
+    web.add_middleware(Guard, token=token, max_body=int(max_body), hosts=hosts)
     web.state.annotator = app
     return web
 
@@ -785,8 +733,8 @@ def run_serve(
 
     import uvicorn
 
-    if token is None and not is_loopback(host):
-        token = new_token()
+    if token is not None:
+        check_token(token, flag=(options.get("spelled") or {}).get("token", "token"))
     items, answers, team = open_team(data, store, **options)
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -802,14 +750,17 @@ def run_serve(
                 f"--port: cannot listen on {host}:{port} ({exc.strerror or exc})"
             ) from exc
         sock.listen(2048)  # connections wait in the backlog until Uvicorn accepts them
-        port = sock.getsockname()[1]
-        web = make_app(team, items, token=token)
+        bound, port = sock.getsockname()[:2]
+        local = is_loopback(bound)  # from the address bound, never from the name's text
+        if token is None and not local:
+            token = new_token()
+        web = make_app(team, items, token=token, hosts=allowed_hosts(bound, token))
         team.start()
         shown = f"[{host}]" if ":" in host else host
         address = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
         say(
             f"{len(items)} items, {len(answers)} answers in {store}; serving on {address}"
-            + ("" if is_loopback(host) else " (share this address with the team: it holds the access token)")
+            + ("" if local else " (share this address with the team: it holds the access token)")
         )
         say("The first fit compiles in the background; questions start at once. Ctrl-C stops the server.")
         config = uvicorn.Config(web, log_level="warning", access_log=False, timeout_graceful_shutdown=5)

@@ -21,7 +21,8 @@ from starlette.testclient import TestClient  # noqa: E402
 from jaxclust.active import ActiveLearner, AnswerStore  # noqa: E402
 from jaxclust.active.team import TeamSession  # noqa: E402
 from jaxclust.apps.items import items_from_array  # noqa: E402
-from jaxclust.apps.serve import is_loopback, make_app  # noqa: E402
+from jaxclust.apps.serve import make_app  # noqa: E402
+from jaxclust.apps.serve_access import is_loopback  # noqa: E402
 from jaxclust.metrics.agreement import krippendorff_alpha  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "active"))
@@ -243,7 +244,8 @@ def test_serve_command_checks_its_options_before_starting(tmp_path):
     for args, message in (
         (["--double", "2"], "--double: expected a share of the pairs in [0, 1], got 2.0"),
         (["--port", "70000"], "--port: expected a port number"),
-        (["--token", "short"], "--token: expected at least 8 characters"),
+        (["--token", "short"], "--token: expected 8 to 256 characters"),
+        (["--token", "tökén-long-enough"], "--token: expected 8 to 256 characters"),
         (["--strategy", "best"], "--strategy: expected one of"),
     ):
         r = runner.invoke(app, ["serve", str(data), "--store", str(tmp_path / "a.sqlite"), *args])
