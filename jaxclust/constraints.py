@@ -114,10 +114,8 @@ def as_kind(kind: Any, what: str) -> bool:
 def check_reply(reply: Any, i: int, j: int, name: str = "oracle") -> str:
     """``reply`` as ``"must"``, ``"cannot"`` or ``"unknown"`` (True, False and None are accepted for them);
     ``InvalidInputError`` naming ``name`` and the pair otherwise."""
-    if reply is True:
-        reply = "must"
-    elif reply is False:
-        reply = "cannot"
+    if isinstance(reply, bool | np.bool_):  # as as_kind reads them
+        reply = "must" if reply else "cannot"
     elif reply is None:
         reply = "unknown"
     if not isinstance(reply, str) or reply not in ("must", "cannot", "unknown"):
@@ -331,6 +329,8 @@ class Constraints:
             i, j = _as_pair(pair, n, _KINDS[must])
             if not must and i == j:
                 raise ConstraintError(f"cannot-link ({i}, {j}): an item cannot be cannot-linked to itself")
+            if i == j:  # always true: accepting it would hide a mistake in the caller's pairs
+                raise ConstraintError(f"must-link ({i}, {j}): a must-link needs two different items")
             key = (min(i, j), max(i, j), must)
             if key in seen:
                 continue
@@ -516,6 +516,9 @@ class Constraints:
             return obj
         kind = _KINDS[must]
         a, b = _as_pair((i, j), self._n, kind)
+        if a == b:  # the full build names the pair
+            obj._init(self._n, [*self._log, ((i, j), must)], self._on_conflict, self._dropped, self._soft)
+            return obj
         if ((a, b), must) in self._log or ((b, a), must) in self._log:
             return obj  # a duplicate of a kept constraint: skipped
         ga, gb = int(self._group_of[a]), int(self._group_of[b])

@@ -122,7 +122,9 @@ CORPUS = [
     B(lambda: KMeans(2).fit(X, sample_weight=np.r_[np.nan, np.ones(11)]), InvalidInputError, r"^sample_weight: NaN at index \(0,\)", "km-weight-nan"),
     B(lambda: KMeans(2).fit(X, sample_weight=np.ones(11)), InvalidInputError, r"^sample_weight: expected 12 weights \(one per row of X\), got shape \(11,\)", "km-weight-length"),
     B(lambda: KMeans(2).fit(X, sample_weight=np.zeros(12)), InvalidInputError, r"^sample_weight: every weight is 0", "km-weight-zero"),
-    B(lambda: KMeans(3).fit(X, sample_weight=np.r_[1.0, 1.0, np.zeros(10)]), InvalidInputError, r"^sample_weight: only 2 rows have a positive weight, fewer than n_clusters=3", "km-weight-too-few"),
+    B(lambda: KMeans(3).fit(X, sample_weight=np.r_[1.0, 1.0, np.zeros(10)]), InvalidInputError, r"^sample_weight: only 2 rows weigh, fewer than n_clusters=3$", "km-weight-too-few"),
+    B(lambda: KMeans(2).fit(X, sample_weight=[1e300] + [1e-300] * 11), InvalidInputError, r"^sample_weight: only 1 rows weigh, fewer than n_clusters=2 \(11 positive weights are too small to count beside the largest, index 0, in float64", "km-weight-underflow"),
+    B(lambda: KMeans(2).fit(X.astype(np.float32), sample_weight=np.array([1e30] + [1e-20] * 11, np.float32)), InvalidInputError, r"^sample_weight: only 1 rows weigh, fewer than n_clusters=2 \(11 positive weights are too small to count beside the largest, index 0, in float32", "km-weight-underflow-f32"),
     B(lambda: KMeans(2).fit(X, sample_weight="heavy"), InvalidInputError, r"^sample_weight: expected None, a number or 12 numbers, got 'heavy'", "km-weight-str"),
     B(lambda: KMeans(20).fit(X), InvalidInputError, r"n_samples=12 should be >= n_clusters=20", "km-k-gt-n"),
     B(lambda: KMeans(0).fit(X), InvalidInputError, r"^KMeans\(n_clusters=0\): expected an int >= 1", "km-k0"),
@@ -299,6 +301,9 @@ CORPUS = [
     B(lambda: Constraints(3, cannot_link=[(0, -1)]), ConstraintError, r"^cannot-link \(0, -1\): index -1 is out of range", "c-cl-neg"),
     B(lambda: Constraints(3, must_link=[(0, 1.0)]), ConstraintError, r"^must-link \(0, 1.0\): index 1.0 is not an integer", "c-ml-float"),
     B(lambda: Constraints(3, cannot_link=[(1, 1)]), ConstraintError, r"^cannot-link \(1, 1\): an item cannot be cannot-linked to itself", "c-cl-self"),
+    B(lambda: Constraints(4, must_link=[(2, 2)]), ConstraintError, r"^must-link \(2, 2\): a must-link needs two different items", "c-ml-self"),
+    B(lambda: Constraints(4).with_answer(2, 2, "must"), ConstraintError, r"^must-link \(2, 2\): a must-link needs two different items", "c-with-answer-ml-self"),
+    B(lambda: Constraints(4).with_must_link(1, 1), ConstraintError, r"^must-link \(1, 1\): a must-link needs two different items", "c-with-ml-self"),
     B(lambda: Constraints(3, must_link=[(0, 1, 2)]), ConstraintError, r"^must-link \(0, 1, 2\): expected a pair \(i, j\)", "c-triple"),
     B(lambda: Constraints(3, must_link=None), ConstraintError, r"^must_link: expected a list of pairs \(i, j\), got NoneType", "c-ml-none"),
     B(lambda: Constraints(3, cannot_link=5), ConstraintError, r"^cannot_link: expected a list of pairs \(i, j\), got int", "c-cl-int"),
@@ -408,6 +413,7 @@ CORPUS = [
     B(lambda: NoisyOracle([0, 1], flip_rate="a"), InvalidInputError, r"^flip_rate: expected a finite number .* got 'a'", "a-noisy-rate-str"),
     B(lambda: NoisyOracle([0, 1], random_state="s"), InvalidInputError, r"^random_state: expected None, an int", "a-noisy-seed"),
     B(lambda: ask(lambda i, j: "maybe", 0, 1), InvalidInputError, r"^oracle: answered 'maybe' for pair \(0, 1\)", "a-ask-answer"),
+    B(lambda: ask(lambda i, j: np.int64(1), 0, 1), InvalidInputError, r"^oracle: answered np.int64\(1\) for pair \(0, 1\)|^oracle: answered 1 for pair", "a-ask-np-int"),
     # ---- dataset loaders (no data needed: these fail before reading, or read a damaged copy in tmp_path) -------------
     B(lambda: D.load_dataset("nope"), InvalidInputError, r"^unknown dataset 'nope'; known: ", "d-unknown"),
     B(lambda: D.load_dataset("iris", bogus=1), InvalidInputError, r"^bogus: not an option of the 'iris' loader", "d-unknown-option"),
@@ -871,3 +877,101 @@ def test_dpmm_coclustering_shares_active_semantics_for_label_minus_one():
     s = np.array([[-1, 0, -1]])
     np.testing.assert_array_equal(dp_cocluster(s), np.asarray(coclustering(s)))
     assert np.diag(dp_cocluster(s)).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_one_reading_of_an_answer_everywhere(tmp_path):
+    """An oracle's NumPy booleans are read as ``with_answer`` reads them; a store's ``kept`` is a bool, never a
+    string that ``bool`` would read as True."""
+    from jaxclust.active import AnswerStore
+
+    assert (
+        ask(lambda i, j: np.bool_(True), 0, 1) == "must"
+        and ask(lambda i, j: np.bool_(False), 0, 1) == "cannot"
+    )
+    c = Constraints(4)
+    assert c.with_answer(0, 1, np.bool_(False)).pairs == ((0, 1, "cannot"),)
+    with AnswerStore(tmp_path / "a.jsonl") as store:
+        for bad in ("false", "True", 0, None):
+            with pytest.raises(InvalidInputError, match=r"^kept: expected True or False, got"):
+                store.append(0, 1, "must", kept=bad)
+        assert store.append(0, 1, "must", kept=np.bool_(False))["kept"] is False
+        assert len(store) == 1
+
+
+def test_predict_proba_uses_the_data_fit_saw():
+    """The caller changes its array after fit: the model's predictions do not change with it."""
+    data = np.concatenate([X, X + 20.0])
+    model = DPMM(random_state=0, n_chains=1, n_burnin=4, n_samples=2, thin=1).fit(data)
+    before = model.predict_proba(data[:3])
+    data[:] = 1e6
+    np.testing.assert_array_equal(model.predict_proba(np.concatenate([X, X + 20.0])[:3]), before)
+
+
+class _Sampler:
+    """A model that sets ``samples_`` to what the test asks (None: sets none)."""
+
+    def __init__(self, samples=None, random_state=0):
+        self.samples, self.random_state = samples, random_state
+
+    def get_params(self, deep=True):
+        return {"samples": self.samples, "random_state": self.random_state}
+
+    def set_params(self, **params):
+        for k, v in params.items():
+            setattr(self, k, v)
+        return self
+
+    def fit(self, X, constraints=None, **kwargs):
+        if self.samples is not None:
+            self.samples_ = self.samples
+        self.labels_ = np.zeros(len(X), np.int64)
+        return self
+
+
+class _OneArg:
+    def answer(self, i):
+        return "must"
+
+
+class _NotCallable:
+    answer = 3
+
+
+@pytest.mark.parametrize(
+    ("model", "oracle", "match"),
+    [
+        (
+            _Sampler(np.zeros((2, 12), int)),
+            None,
+            r"^oracle: run needs an oracle that answers pairs, got None",
+        ),
+        (_Sampler(np.zeros((2, 12), int)), _NotCallable(), r"^oracle: _NotCallable.answer is not callable"),
+        (
+            _Sampler(np.zeros((2, 12), int)),
+            _OneArg(),
+            r"^oracle: _OneArg.answer cannot be called with a pair",
+        ),
+        (_Sampler(None), lambda i, j: "must", r"^model: _Sampler.fit set no samples_"),
+        (
+            _Sampler(np.full((2, 12), np.nan)),
+            lambda i, j: "must",
+            r"^model: _Sampler.samples_\[0, 0\] is nan, not",
+        ),
+        (
+            _Sampler(np.zeros((0, 12), int)),
+            lambda i, j: "must",
+            r"^model: _Sampler.samples_ has shape \(0, 12\)",
+        ),
+        (
+            _Sampler(np.full((2, 12), 0.5)),
+            lambda i, j: "must",
+            r"^model: _Sampler.samples_\[0, 0\] is 0.5, not",
+        ),
+    ],
+)
+def test_active_learner_names_a_bad_oracle_or_model(model, oracle, match):
+    from jaxclust.active import ActiveLearner
+
+    for strategy in ("random", "explore"):
+        with pytest.raises(InvalidInputError, match=match):
+            ActiveLearner(model, oracle, strategy=strategy, progress=False).run(X, 2)

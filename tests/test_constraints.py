@@ -34,6 +34,12 @@ pairs = st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7)), max_size=10)
 def test_status_matches_brute_force_closure(ml, cl):
     n = 8
     cl = [(i, j) for i, j in cl if i != j]
+    if any(i == j for i, j in ml):
+        with pytest.raises(
+            ConstraintError, match=r"^must-link \((\d), \1\): a must-link needs two different"
+        ):
+            Constraints(n, ml, cl)
+        ml = [(i, j) for i, j in ml if i != j]
     same, diff = brute_status(n, ml, cl)
     if (same & diff).any():
         with pytest.raises(ConstraintConflictError) as info:

@@ -39,3 +39,19 @@ def test_readme_snippet_runs_as_a_script_and_prints_its_results(tmp_path, capsys
     after = re.fullmatch(r"after 20 answers: \d+ clusters, ARI (-?\d\.\d+)", out[4])
     assert after and float(after.group(1)) > float(out[1].rsplit(" ", 1)[1]) + 0.1
     assert len(out) == 5
+    # the numbers the README's prose states are the numbers the snippet prints (to its two decimals)
+    prose = re.search(
+        r"splits the three cultivars into (\d+) components \(ARI (\d\.\d\d), where k-means, told k = 3, has "
+        r"(\d\.\d\d)\); 20 answers bring it to (\d+) clusters and ARI (\d\.\d\d)",
+        " ".join(README.read_text(encoding="utf-8").split()),
+    )
+    assert prose, "the README's sentence about the quick start's numbers was not found"
+    dpmm = re.fullmatch(r"DPMM: (\d+) components, ARI (-?\d\.\d+)", out[1])
+    printed = (
+        dpmm.group(1),
+        f"{float(dpmm.group(2)):.2f}",
+        f"{float(out[3].rsplit(' ', 1)[1]):.2f}",
+        re.search(r"(\d+) clusters", out[4]).group(1),
+        f"{float(after.group(1)):.2f}",
+    )
+    assert prose.groups() == printed, f"README states {prose.groups()}, the snippet prints {printed}"

@@ -123,6 +123,8 @@ def make_record(
     i, j = int(i), int(j)
     if i == j:
         raise InvalidInputError(f"i, j: a pair of two different items, got ({i}, {j})")
+    if not (isinstance(kept, bool) or str(getattr(kept, "dtype", "")) == "bool"):  # bool("false") is True
+        raise InvalidInputError(f"kept: expected True or False, got {kept!r}")
     check_annotator(annotator)
     return {
         "i": min(i, j),

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import json
 import numbers
 import sys
@@ -119,6 +120,53 @@ def _clone(model: Any) -> Any:
 
 
 _LN2 = float(np.log(2.0))
+
+
+def check_samples(model: Any, n: int) -> np.ndarray:
+    """The fitted ``model``'s ``samples_`` (S, n) as integers: at least one partition of the ``n`` items, every
+    label a whole number; ``InvalidInputError`` naming the model otherwise (questions are asked about these
+    partitions, so none may come from anything but the model)."""
+    name = type(model).__name__
+    if not hasattr(model, "samples_"):
+        raise InvalidInputError(
+            f"model: {name}.fit set no samples_; the learner asks about the partitions a model samples (S, n), "
+            "e.g. jaxclust.DPMM"
+        )
+    try:
+        samples = np.asarray(model.samples_, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"model: {name}.samples_ is not an array of labels ({exc})") from None
+    if samples.ndim != 2 or samples.shape[1] != n or samples.shape[0] == 0:
+        raise InvalidInputError(
+            f"model: {name}.samples_ has shape {samples.shape}, expected (S, {n}) with at least one sample"
+        )
+    bad = ~np.isfinite(samples) | (samples != np.round(samples))
+    if bad.any():
+        s, i = np.argwhere(bad)[0]
+        raise InvalidInputError(
+            f"model: {name}.samples_[{s}, {i}] is {float(samples[s, i])!r}, not a cluster label (a whole number)"
+        )
+    return samples.astype(np.int64)
+
+
+def check_oracle(oracle: Any) -> None:
+    """``oracle`` can answer a pair: a callable ``oracle(i, j)`` or an object whose ``answer(i, j)`` is one;
+    ``InvalidInputError`` naming what is wrong otherwise."""
+    if oracle is None:
+        raise InvalidInputError(
+            "oracle: run needs an oracle that answers pairs, got None (GoldOracle(labels) for an experiment, "
+            "a function (i, j) -> 'must' / 'cannot' / 'unknown', or iter_questions to answer them yourself)"
+        )
+    fn = oracle.answer if hasattr(oracle, "answer") else oracle
+    what = f"{type(oracle).__name__}.answer" if hasattr(oracle, "answer") else f"{type(oracle).__name__}"
+    if not callable(fn):
+        raise InvalidInputError(f"oracle: {what} is not callable; expected answer(i, j)")
+    try:
+        inspect.signature(fn).bind(0, 1)
+    except TypeError as exc:
+        raise InvalidInputError(f"oracle: {what} cannot be called with a pair (i, j): {exc}") from None
+    except ValueError:  # no signature to read (a builtin): calling it will tell
+        pass
 
 
 class ActiveLearner:
@@ -343,10 +391,7 @@ class ActiveLearner:
             burn = self._warm_burnin(model) if n_burnin is None else int(n_burnin)
             kwargs["n_burnin"] = burn
         model.fit(X, **kwargs)
-        samples = np.asarray(model.samples_)
-        if samples.ndim != 2 or samples.shape[1] != X.shape[0]:
-            raise InvalidInputError(f"model: samples_ has shape {samples.shape}, expected (S, {X.shape[0]})")
-        return samples, warm, burn
+        return check_samples(model, X.shape[0]), warm, burn
 
     def _settings(self, model, base_seed: int) -> str:
         """Digest of everything that shapes a session's questions; fit records are reused only when it
@@ -396,6 +441,7 @@ class ActiveLearner:
             ``completeness``, ``vi``, ``link_accuracy``, ``n_clusters``, each averaged over the model's
             samples.
         """
+        check_oracle(self.oracle)
         session = self.iter_questions(X, n_queries, eval_labels, constraints)
         try:
             pair = next(session)

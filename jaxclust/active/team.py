@@ -297,6 +297,9 @@ class TeamSession:
         who = check_annotator(annotator)
         if answer not in ANSWERS:
             raise InvalidInputError(f"answer: expected one of {', '.join(ANSWERS)}, got {answer!r}")
+        for name, v in (("i", i), ("j", j)):
+            if isinstance(v, bool) or not hasattr(v, "__index__"):  # int(3.9) would answer about item 3
+                raise InvalidInputError(f"{name}: expected an item number (an integer), got {v!r}")
         p = (min(int(i), int(j)), max(int(i), int(j)))
         with self.lock:
             held = self._held.get(who)

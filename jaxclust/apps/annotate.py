@@ -50,8 +50,8 @@ from jaxclust.active.store import (
     default_annotator,
 )
 from jaxclust.apps.features import compute_features, session_features
-from jaxclust.apps.items import check_columns_apply, read_items, read_items_csv
-from jaxclust.errors import DatasetNotFoundError, InvalidInputError, JaxclustWarning, StoreError
+from jaxclust.apps.items import check_columns_apply, check_data_file, read_items, read_items_csv
+from jaxclust.errors import InvalidInputError, JaxclustWarning, StoreError
 from jaxclust.files import atomic_write
 
 __all__ = [
@@ -181,9 +181,7 @@ def check_annotate_options(
             f"and ln 2 = 0.693, got {stop_entropy!r}"
         )
     check_annotator(annotator, name("annotator", "annotator"))
-    data, store = Path(data), Path(store)
-    if not data.is_file():
-        raise DatasetNotFoundError(f"data file {str(data)!r} not found")
+    data, store = check_data_file(Path(data)), Path(store)
     check_columns_apply(data, text_column, name_column, context_column, spelled, tuple(ignore_columns or ()))
     if _same_file(store, data):
         raise InvalidInputError(

@@ -67,7 +67,7 @@ def serve(
     seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
     compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
-    """A web page where a team answers the model's questions together (needs jaxclust[serve])."""
+    """A web page where a team answers the model's questions together (needs jaxclust\\[serve])."""
     for value, flag, low in (
         (n_burnin, "--n-burnin", 0),
         (n_samples, "--n-samples", 1),

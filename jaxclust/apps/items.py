@@ -28,9 +28,19 @@ import numpy as np
 from jaxclust.errors import DatasetNotFoundError, InvalidInputError
 from jaxclust.validation import check_array
 
-__all__ = ["Items", "read_items", "read_items_csv", "items_from_texts", "items_from_array", "file_kind"]
+__all__ = [
+    "Items",
+    "read_items",
+    "read_items_csv",
+    "items_from_texts",
+    "items_from_array",
+    "file_kind",
+    "check_data_file",
+]
 
 _JSONL = (".jsonl", ".ndjson")
+#: Column names that hold gold labels in the data sets users bring: never clustered as features unless renamed.
+GOLD_COLUMNS = frozenset({"label", "labels", "gold", "gold_label", "class", "target", "y", "category"})
 
 
 @dataclass
@@ -133,9 +143,21 @@ def check_columns_apply(
         )
 
 
-def _read_text(path: Path) -> str:
+def check_data_file(path: Path) -> Path:
+    """``path`` if it is a file of items; a folder is an ``InvalidInputError`` that says so (not "not found"),
+    anything else missing a ``DatasetNotFoundError``."""
+    if path.is_dir():
+        raise InvalidInputError(
+            f"data file {str(path)!r} is a folder, not a file: pass the file of items in it (.txt, .csv, .jsonl, "
+            ".npy)"
+        )
     if not path.is_file():
         raise DatasetNotFoundError(f"data file {str(path)!r} not found")
+    return path
+
+
+def _read_text(path: Path) -> str:
+    check_data_file(path)
     data = path.read_bytes()
     try:
         return data.decode("utf-8-sig")
@@ -231,8 +253,7 @@ def _read_jsonl(path: Path, field: str, name_field, context_field, spelled) -> I
 
 
 def _read_npy(path: Path) -> Items:
-    if not path.is_file():
-        raise DatasetNotFoundError(f"data file {str(path)!r} not found")
+    check_data_file(path)
     try:
         X = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
@@ -259,10 +280,7 @@ def _csv_rows(path: Path) -> tuple[list[str], list[list[str]]]:
 def _csv_lines(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
     """``(header, non-empty rows, the file line each row starts on)`` of a UTF-8 CSV (a byte-order mark is
     dropped); a folder, a repeated column name or a row of another width is an error naming the file."""
-    if path.is_dir():
-        raise InvalidInputError(f"data file {str(path)!r} is a folder, not a file")
-    if not path.is_file():
-        raise DatasetNotFoundError(f"data file {str(path)!r} not found")
+    check_data_file(path)
     rows, lines = [], []
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -355,6 +373,7 @@ def read_items_csv(
     spell = (spelled or {}).get
     flag = spell("text_column", "text_column")
     shown = f"{spell('name_column', 'name_column')} / {spell('context_column', 'context_column')}"
+    leave = spell("ignore_columns", "ignore_columns")
     if not feats:
         raise InvalidInputError(
             f"{path}: no feature columns left after the name/context columns (pass {flag} to cluster a column "
@@ -366,14 +385,26 @@ def read_items_csv(
             try:
                 X[k, t] = float(r[c])
             except ValueError as exc:
+                if not r[c].strip():
+                    raise InvalidInputError(
+                        f"{path}: line {lines[k]}, column {header[c]!r}: the cell is empty (a feature column needs "
+                        f"a number in every row; {leave} {header[c]} leaves the column out)"
+                    ) from exc
                 raise InvalidInputError(
                     f"{path}: line {lines[k]}, column {header[c]!r}: {r[c]!r} is not a number (pass {flag} to "
-                    f"cluster a column of texts, {shown} for columns shown with the items)"
+                    f"cluster a column of texts, {shown} for columns shown with the items, {leave} for a "
+                    "column that is neither, such as a gold label or a comment)"
                 ) from exc
             if not np.isfinite(X[k, t]):
                 raise InvalidInputError(
                     f"{path}: line {lines[k]}, column {header[c]!r}: {r[c]!r} is not a finite number"
                 )
+    for c in feats:  # numeric gold labels among the features would make every clustering an answer key
+        if header[c].strip().lower() in GOLD_COLUMNS:
+            raise InvalidInputError(
+                f"{path}: column {header[c]!r} looks like gold labels, which would be clustered as a feature: pass "
+                f"{leave} {header[c]} to leave it out (rename the column to use it as a feature)"
+            )
     names = (
         [r[header.index(name_column)] for r in body]
         if name_column

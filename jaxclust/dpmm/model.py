@@ -414,9 +414,10 @@ class DPMM(ClusterMixin, BaseEstimator):
         self.capacity_ = int(res.capacity)
         self.n_overflow_redos_ = int(res.n_overflow_redos)
         self.n_features_in_ = np.asarray(X).shape[1]
-        self._X = (
-            X  # a reference (no copy): the collapsed predictive of new points needs the components' items
-        )
+        # the collapsed predictive of new points needs the components' items: a copy, so that the caller may
+        # change its array after fit (a reference made predict_proba answer about data the model never saw)
+        self._X = np.array(X, copy=True)
+        self._X.setflags(write=False)
         diag = chain_diagnostics(
             {"log_joint": res.log_joint, "n_components": res.n_components, "alpha": res.alpha}
         )

@@ -548,11 +548,21 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         # k-means is invariant to scaling every weight by one constant: fit with the largest weight in [0.5, 1)
         # (a power of two, exact) so weighted sums cannot overflow, and scale the inertia back.
         q = int(np.frexp(w.max())[1]) if weighted else 0
+        given = np.count_nonzero(w)
         w = np.ldexp(w, -q).astype(X.dtype)
         if init is None and np.count_nonzero(w) < k:
+            lost = given - np.count_nonzero(
+                w
+            )  # positive, but too small beside the largest to count in X's dtype
+            big = int(np.argmax(w))
             raise InvalidInputError(
-                f"sample_weight: only {np.count_nonzero(w)} rows have a positive weight, fewer than "
-                f"n_clusters={k}"
+                f"sample_weight: only {np.count_nonzero(w)} rows weigh, fewer than n_clusters={k}"
+                + (
+                    f" ({lost} positive weights are too small to count beside the largest, index {big}, in "
+                    f"{X.dtype.name}: the weights span more than its range; bring them closer together)"
+                    if lost
+                    else ""
+                )
             )
         p = scale_exponent(X.dtype, X)  # magnitudes whose squares overflow/underflow: fit on X / 2**p
         if p:

@@ -216,6 +216,14 @@ def test_annotate_cli_reports_bad_input_in_one_line(tmp_path):
     assert "missing.csv" in result.output and "not found" in result.output
 
 
+def test_help_names_the_extras_a_command_needs():
+    from jaxclust.apps.cli import app
+
+    for args in (["--help"], ["serve", "--help"]):
+        out = " ".join(CliRunner().invoke(app, args, env={"COLUMNS": "200", "NO_COLOR": "1"}).output.split())
+        assert "(needs jaxclust[serve])" in out and "(needs jaxclust)" not in out, args
+
+
 @pytest.mark.parametrize(
     ("args", "usage"),
     [

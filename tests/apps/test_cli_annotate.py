@@ -61,6 +61,7 @@ BAD = [
     (["demo", "--bogus"], "--bogus"),
     (["annotate"], "Missing argument 'data'"),
     (["annotate", "missing.csv"], "data file 'missing.csv' not found"),
+    (["annotate", "."], "data file '.' is a folder, not a file: pass the file of items in it"),
     (["annotate", "items.csv", "--frobnicate"], "--frobnicate"),
     (
         ["annotate", "items.csv", "--strategy", "greedy"],

@@ -57,6 +57,30 @@ def test_a_npy_array_is_items_of_numbers(tmp_path):
 
 
 BAD = [
+    # a gold label column is never clustered as a feature without being asked
+    (
+        "g.csv",
+        b"name,a,b,label\nx,1,2,0\ny,2,3,1\n",
+        {},
+        r"g.csv: column 'label' looks like gold labels, which would be clustered as a feature: "
+        r"pass ignore_columns label to leave it out",
+    ),
+    ("g.csv", b"name,a,b,Class\nx,1,2,0\ny,2,3,1\n", {}, r"column 'Class' looks like gold labels"),
+    # a text column that is neither shown nor clustered: the fix (ignore_columns) is named
+    (
+        "g.csv",
+        b"name,a,b,note\nx,1,2,foo\ny,2,3,bar\n",
+        {},
+        r"g.csv: line 2, column 'note': 'foo' is not a number \(pass text_column .* "
+        r"ignore_columns for a column that is neither, such as a gold label",
+    ),
+    (
+        "g.csv",
+        b"name,a,b\nx,1,2\ny,,3\n",
+        {},
+        r"g.csv: line 3, column 'a': the cell is empty \(a feature column needs a number in every row; "
+        r"ignore_columns a leaves the column out\)",
+    ),
     ("t.txt", b"only one line\n", {}, r"t.txt: needs at least 2 non-blank lines"),
     ("t.txt", b"caf\xe9\nok\n", {}, r"t.txt: line 1 is not valid UTF-8"),
     ("t.txt", b"a\nb\n", {"text_column": "x"}, r"text_column: .*t.txt is a text file with one text per line"),
@@ -98,6 +122,13 @@ def test_a_csv_with_a_byte_order_mark_names_its_first_column_as_written(tmp_path
     path.write_bytes("\ufeffname,f1,f2\na,1,2\nb,3,4\n".encode())
     items = read_items(path, name_column="name")
     assert items.names == ["a", "b"] and items.columns == ["f1", "f2"]
+
+
+def test_a_gold_label_column_left_out_is_no_feature(tmp_path):
+    path = tmp_path / "g.csv"
+    path.write_bytes(b"name,a,b,label\nx,1,2,0\ny,2,3,1\n")
+    items = read_items(path, ignore_columns=("label",))
+    assert items.columns == ["a", "b"]
 
 
 def test_a_folder_given_as_the_data_file_is_named_as_a_folder(tmp_path):
@@ -253,6 +284,6 @@ def test_ignored_columns_are_neither_features_nor_names(tmp_path):
     path.write_text("word,gold,f1,f2,note\na,x,0.1,0.2,hi\nb,x,0.2,0.1,yo\nc,y,5.0,5.1,no\n")
     items = read_items(path, ignore_columns=("gold", "note"))
     assert items.columns == ["f1", "f2"] and items.names == ["a", "b", "c"] and items.X.shape == (3, 2)
-    # without it the second text column is read as a feature
-    with pytest.raises(InvalidInputError, match=r"line 2, column 'gold': 'x' is not a number"):
+    # without it the second text column is read as a feature: named, with the fix
+    with pytest.raises(InvalidInputError, match=r"line 2, column 'gold': 'x' is not a number.*ignore_columns for"):
         read_items(path)

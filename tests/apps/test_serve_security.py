@@ -303,3 +303,12 @@ def test_the_json_api_bodies_are_what_the_docs_say(served):
     }
     doc = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
     assert '"question"' in doc and '"undone"' in doc and json.dumps("p_same") in doc
+
+
+def test_team_answers_take_integer_item_numbers(served):
+    team, _, _ = served
+    q = team.question("alice")
+    with pytest.raises(InvalidInputError, match=r"^i: expected an item number \(an integer\), got 3.9"):
+        team.answer("alice", 3.9, q.j, "must")
+    assert len(team.store.records) == 0
+    assert team.answer("alice", np.int64(q.i), q.j, "must")["i"] == q.i
