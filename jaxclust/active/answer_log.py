@@ -253,6 +253,11 @@ def check_store_path(path: str | os.PathLike) -> None:
     """
     p = Path(path)
     parent = p.parent
+    if p.is_symlink() and not p.exists():
+        raise StoreError(
+            f"answer store {p}: is a link to {os.readlink(p)}, which does not exist; pass the store's own path "
+            "or remove the link"
+        )
     if p.is_dir():
         raise StoreError(f"answer store {p}: is a folder; pass a file path such as {p / 'answers.sqlite'}")
     if not parent.is_dir():

@@ -22,7 +22,7 @@ from pathlib import Path
 from jaxclust.errors import StoreError, StoreLockedError
 from jaxclust.files import write_all
 
-__all__ = ["StoreLock", "SessionFile", "session_alive", "sessions_folder"]
+__all__ = ["StoreLock", "SessionFile", "session_alive", "sessions_folder", "try_lock", "real_store"]
 
 try:
     import fcntl
@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover - Windows: msvcrt has exclusive locks on
     fcntl = None
 
 
-def _try_lock(fd: int, shared: bool = False) -> bool:
+def try_lock(fd: int, shared: bool = False) -> bool:
     """Take an ``flock`` without blocking; False when another open file holds a conflicting one."""
     if fcntl is None:  # pragma: no cover - Windows
         import msvcrt
@@ -47,6 +47,12 @@ def _try_lock(fd: int, shared: bool = False) -> bool:
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
             return False
         raise
+
+
+def real_store(store: Path) -> Path:
+    """The store's path with every symbolic link resolved: its lock and session files sit beside the file itself,
+    so that sessions opening it through different links see each other."""
+    return Path(os.path.realpath(store))
 
 
 def _same_inode(fd: int, path: Path) -> bool:
@@ -75,7 +81,8 @@ class StoreLock:
     """
 
     def __init__(self, store: Path, wait: float, shared: bool = False):
-        self.path = store.with_name(store.name + ".lock")
+        real = real_store(store)
+        self.path = real.with_name(real.name + ".lock")
         self.shared = shared
         self.fd: int | None = None
         deadline = time.monotonic() + max(0.0, float(wait))
@@ -87,7 +94,7 @@ class StoreLock:
                     f"answer store {store}: cannot create the lock file {self.path} ({exc.strerror}); "
                     "the store's folder must be writable"
                 ) from exc
-            if _try_lock(fd, shared):
+            if try_lock(fd, shared):
                 if _same_inode(fd, self.path):
                     self.fd = fd
                     if not shared:
@@ -96,7 +103,7 @@ class StoreLock:
                 os.close(fd)  # the owner removed this lock file while we waited: take the new one
                 continue
             # a single-writer request that could take a shared lock is held off by shared sessions
-            by_shared = not shared and _try_lock(fd, shared=True)
+            by_shared = not shared and try_lock(fd, shared=True)
             holder = {} if by_shared else self._read_holder(fd)
             os.close(fd)
             if time.monotonic() >= deadline:
@@ -150,7 +157,7 @@ class StoreLock:
         if self.fd is None:
             return
         # remove the file only while holding it exclusively: the last shared holder upgrades (without waiting)
-        if not self.shared or _try_lock(self.fd, shared=False):
+        if not self.shared or try_lock(self.fd, shared=False):
             try:
                 os.unlink(str(self.path))
             except OSError:
@@ -160,8 +167,9 @@ class StoreLock:
 
 
 def sessions_folder(store: Path) -> Path:
-    """Where shared sessions keep their session files: ``<store>.sessions/``."""
-    return store.with_name(store.name + ".sessions")
+    """Where shared sessions keep their session files: ``<store>.sessions/`` beside the file itself."""
+    real = real_store(store)
+    return real.with_name(real.name + ".sessions")
 
 
 class SessionFile:
@@ -190,7 +198,7 @@ class SessionFile:
                     "the store's folder must be writable"
                 ) from exc
         try:
-            _try_lock(fd)  # a fresh random name: nobody else has it
+            try_lock(fd)  # a fresh random name: nobody else has it
             write_all(fd, json.dumps(_holder_info(annotator=annotator)).encode())
             os.replace(
                 tmp, self.path
@@ -226,7 +234,7 @@ def session_alive(store: Path, token: str) -> bool:
     try:
         if fcntl is None:  # pragma: no cover - Windows: no way to tell
             return True
-        if _try_lock(fd, shared=True):  # nobody holds it: the session died without cleaning up
+        if try_lock(fd, shared=True):  # nobody holds it: the session died without cleaning up
             try:
                 if _same_inode(fd, path):
                     os.unlink(str(path))

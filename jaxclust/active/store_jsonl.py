@@ -28,7 +28,8 @@ from jaxclust.active.answer_log import (
     public_record,
     set_aside,
 )
-from jaxclust.errors import StoreError, StoreRecoveryWarning
+from jaxclust.active.locks import try_lock
+from jaxclust.errors import StoreError, StoreLockedError, StoreRecoveryWarning
 from jaxclust.files import append_durably, atomic_write, fsync_dir
 
 __all__ = ["JsonlBackend"]
@@ -51,18 +52,42 @@ class JsonlBackend:
         self.log = log
         self.meta: dict[str, Any] = {}
         self.fd: int | None = None
+        self.lock_fd: int | None = None  # holds the flock on the file itself (see _lock_file)
+        self.size = 0  # the file's size after this session's last write: a smaller file was truncated
 
     # --- opening ---------------------------------------------------------------------------------------------
+    def _lock_file(self, fd: int) -> None:
+        """An exclusive ``flock`` on the store file itself (its identity, whatever name or link opened it): a
+        second writer through a symbolic or hard link, or after the ``.lock`` file was deleted, is refused."""
+        if not try_lock(fd):
+            os.close(fd)
+            raise StoreLockedError(
+                f"answer store {self.path}: is open in another session under another name (a link to the same "
+                "file) or with its .lock file removed; a JSON-lines store takes one writer at a time: wait for "
+                "that session to end, or use another store file",
+                path=str(self.path),
+            )
+
     def open(self) -> dict[str, Any]:
-        """Create or read (and repair) the file; returns the stored meta."""
+        """Create or read (and repair) the file; returns the stored meta. The file itself stays locked
+        (see ``_lock_file``) from before it is read until :meth:`close`."""
         p = self.path
         if not p.exists():
             try:
                 self.fd = os.open(str(p), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
             except OSError as exc:
                 raise StoreError(f"answer store {p}: cannot be created ({exc.strerror})") from exc
+            fd = os.dup(self.fd)
+            self._lock_file(fd)
+            self.lock_fd = fd
             fsync_dir(p.parent)
             return {}
+        try:
+            guard = os.open(str(p), os.O_RDONLY)
+        except OSError as exc:
+            raise StoreError(f"answer store {p}: cannot be read ({exc.strerror})") from exc
+        self._lock_file(guard)
+        self.lock_fd = guard  # released by close(), also when opening fails below
         try:
             raw = p.read_bytes()
         except OSError as exc:
@@ -123,8 +148,14 @@ class JsonlBackend:
             )
         try:
             self.fd = os.open(str(p), os.O_WRONLY | os.O_APPEND)
+            if os.fstat(self.fd).st_ino != os.fstat(guard).st_ino:  # repaired: a new file, locked afresh
+                fd = os.dup(self.fd)
+                self._lock_file(fd)
+                os.close(guard)
+                self.lock_fd = fd
             if torn_ok and not damaged:  # only the newline was missing
                 append_durably(self.fd, b"\n")
+            self.size = os.fstat(self.fd).st_size
         except OSError as exc:
             raise StoreError(f"answer store {p}: cannot be opened for writing ({exc.strerror})") from exc
         return meta
@@ -155,6 +186,12 @@ class JsonlBackend:
             raise StoreError(f"answer store {self.path}: is closed")
         st = os.fstat(self.fd)
         check_same_file(self.path, (st.st_dev, st.st_ino))
+        if st.st_size < self.size:
+            raise StoreError(
+                f"answer store {self.path}: was cut to {st.st_size} bytes while this session had it open (it had "
+                f"written {self.size}); another program truncated it, so answers this session stored are gone "
+                f"from the file; nothing more is written. Restore the file from a copy, or start a new store"
+            )
         data = json.dumps(obj, sort_keys=True).encode() + b"\n"
         size = st.st_size
         try:
@@ -168,6 +205,7 @@ class JsonlBackend:
                 f"answer store {self.path}: could not save a record ({exc.strerror}); the answers before it "
                 "are safe; free disk space or fix permissions and run again"
             ) from exc
+        self.size = size + len(data)
 
     def _upgrade(self) -> None:
         """Before the first record only version 2 can read (an annotator, an undo): say so in the meta."""
@@ -226,3 +264,6 @@ class JsonlBackend:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None

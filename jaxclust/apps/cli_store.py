@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import typer
@@ -116,6 +117,17 @@ def stats(
             typer.echo(f"  {d['i']}-{d['j']}: {said}")
 
 
+def _is_part_of(path: Path, store: Path) -> bool:
+    """Whether writing ``path`` would write the store: the same file under any name (a link, a hard link), or
+    one of the files beside it that hold its state (SQLite's journals, the lock, the set-aside records)."""
+    if path.exists() and store.exists() and os.path.samefile(path, store):
+        return True
+    real, base = os.path.realpath(path), os.path.realpath(store)
+    return real == base or any(
+        real == base + tail for tail in ("-wal", "-shm", "-journal", ".lock", ".corrupt")
+    )
+
+
 @app.command("export", cls=Command)
 def export(
     store: Path = typer.Argument(..., help="The answer store (.sqlite or .jsonl)."),
@@ -123,8 +135,8 @@ def export(
     include_undone: bool = typer.Option(False, "--all", help="Also the undone answers (with undone: true)."),
 ) -> None:
     """Write STORE's answers (i, j, answer, annotator, kept, round) as JSON lines."""
-    if answers.exists() and answers.resolve() == store.resolve():
-        fail("--answers: that is the store itself; choose another file")
+    if _is_part_of(answers, store):
+        fail("--answers: that is the store itself (or one of its files); choose another file")
     try:
         with one_line_warnings(), _open(store) as s:
             rows = s.export_rows(include_undone)

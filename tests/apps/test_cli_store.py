@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -84,7 +86,14 @@ def test_export_writes_every_answer_with_its_annotator(store, tmp_path):
 def test_bad_input_is_one_line(tmp_path, store):
     result = CliRunner().invoke(app, ["store", "stats", str(tmp_path / "missing.sqlite")])
     assert result.exit_code == 2 and "missing.sqlite is not a file" in result.output
-    result = CliRunner().invoke(app, ["store", "export", str(store), "--answers", str(store)])
-    assert result.exit_code == 2 and "that is the store itself" in result.output
+    hard, soft = tmp_path / "hard.jsonl", tmp_path / "soft.jsonl"
+    os.link(store, hard)
+    os.symlink(store, soft)
+    for target in (store, hard, soft, Path(str(store) + "-wal"), Path(str(store) + ".lock")):
+        for extra in ([], ["--all"]):
+            result = CliRunner().invoke(
+                app, ["store", "export", str(store), "--answers", str(target), *extra]
+            )
+            assert result.exit_code == 2 and "that is the store itself" in result.output, target
     with AnswerStore(store) as s:
         assert len(s.all_answers) == len(ANSWERS)  # untouched

@@ -285,5 +285,7 @@ def test_ignored_columns_are_neither_features_nor_names(tmp_path):
     items = read_items(path, ignore_columns=("gold", "note"))
     assert items.columns == ["f1", "f2"] and items.names == ["a", "b", "c"] and items.X.shape == (3, 2)
     # without it the second text column is read as a feature: named, with the fix
-    with pytest.raises(InvalidInputError, match=r"line 2, column 'gold': 'x' is not a number.*ignore_columns for"):
+    with pytest.raises(
+        InvalidInputError, match=r"line 2, column 'gold': 'x' is not a number.*ignore_columns for"
+    ):
         read_items(path)

@@ -1,0 +1,105 @@
+"""A store is one file whatever the names that reach it: a second writer through a symbolic or hard link, or after
+the ``.lock`` file was deleted, gets a named error; a file cut short or a dangling link is said as such."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from jaxclust.active import AnswerStore
+from jaxclust.errors import StoreError, StoreLockedError
+
+REPO = Path(__file__).resolve().parents[2]
+
+OPEN_AND_REPORT = textwrap.dedent(
+    """
+    import sys
+    from jaxclust.active.store import AnswerStore
+    from jaxclust.errors import StoreLockedError
+
+    try:
+        AnswerStore(sys.argv[1]).close()
+    except StoreLockedError as exc:
+        print("locked:", exc)
+    else:
+        print("opened")
+    """
+)
+
+
+def _other_process(path: Path) -> str:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run(
+        [sys.executable, "-c", OPEN_AND_REPORT, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def _links(tmp_path: Path, suffix: str) -> tuple[Path, Path, Path]:
+    store = tmp_path / "data" / f"a{suffix}"
+    store.parent.mkdir()
+    AnswerStore(store).close()  # it exists
+    (tmp_path / "other").mkdir()
+    soft, hard = tmp_path / "other" / f"soft{suffix}", tmp_path / "other" / f"hard{suffix}"
+    os.symlink(store, soft)
+    os.link(store, hard)
+    return store, soft, hard
+
+
+def test_a_jsonl_store_takes_one_writer_whatever_the_name(tmp_path):
+    store, soft, hard = _links(tmp_path, ".jsonl")
+    with AnswerStore(store) as first:
+        first.append(0, 1, "must")
+        for name in (soft, hard):
+            with pytest.raises(StoreLockedError, match="in use by another process|under another name"):
+                AnswerStore(name)  # the same process
+            assert _other_process(name).startswith("locked:"), name  # another process
+        os.remove(store.with_name(store.name + ".lock"))  # deleted mid-session: the file itself stays locked
+        assert _other_process(store).startswith("locked:")
+        first.append(1, 2, "cannot")
+    assert _other_process(hard) == "opened"  # released on close
+    with AnswerStore(soft) as again:
+        assert [(r["i"], r["j"]) for r in again.records] == [(0, 1), (1, 2)]
+
+
+def test_an_sqlite_store_opened_through_a_symbolic_link_is_the_same_store(tmp_path):
+    store, soft, _ = _links(tmp_path, ".sqlite")
+    with AnswerStore(store) as first:
+        first.append(0, 1, "must")
+        assert _other_process(soft).startswith("locked:")
+        with pytest.raises(StoreLockedError):
+            AnswerStore(soft)
+    # beside a live shared session a single writer through a link is refused, and the claims stay
+    with AnswerStore(store, shared=True) as shared:
+        assert shared.claim(2, 3, annotator="alice")
+        with pytest.raises(StoreLockedError, match="shared mode"):
+            AnswerStore(soft)
+        assert [(c["i"], c["j"]) for c in shared.pending()] == [(2, 3)]
+
+
+def test_a_jsonl_store_cut_short_mid_session_stops_the_session(tmp_path):
+    path = tmp_path / "a.jsonl"
+    with AnswerStore(path, meta={"n": 10}) as store:
+        store.append(0, 1, "must")
+        store.append(1, 2, "cannot")
+        with open(path, "r+b") as f:  # another program truncates the file in place
+            f.truncate(10)
+        with pytest.raises(StoreError, match=r"a.jsonl: was cut to 10 bytes while this session had it open"):
+            store.append(2, 3, "must")
+
+
+def test_a_dangling_link_is_named(tmp_path):
+    link = tmp_path / "a.jsonl"
+    os.symlink(tmp_path / "gone.jsonl", link)
+    with pytest.raises(StoreError, match=r"a.jsonl: is a link to .*gone.jsonl, which does not exist"):
+        AnswerStore(link)
