@@ -139,12 +139,16 @@ class AnswerStore:
         wait: float = 0.0,
         shared: bool = False,
         busy_timeout: float = 30.0,
+        readonly: bool = False,
     ):
         if not isinstance(path, str | os.PathLike) or isinstance(os.fspath(path), bytes):
             raise InvalidInputError(f"path: expected a file path (str or os.PathLike), got {path!r}")
         meta = plain_meta(meta)
         self.path = Path(path)
         self.shared = bool(shared)
+        self.readonly = bool(readonly)
+        if self.readonly and not self.path.is_file():
+            raise StoreError(f"answer store {self.path}: is not a file (a read-only open creates nothing)")
         self.session = uuid.uuid4().hex[:16]
         self.n_appended = 0  # answers stored through this object
         self._log = AnswerLog(self.path)
@@ -154,10 +158,11 @@ class AnswerStore:
         self._session_file: SessionFile | None = None
         if self.shared:
             check_shared_path(self.path)
-        check_store_path(self.path)
-        self._lock = StoreLock(self.path, wait, shared=self.shared)
+        if not self.readonly:  # a reader takes no lock: any number read beside the writers
+            check_store_path(self.path)
+            self._lock = StoreLock(self.path, wait, shared=self.shared)
         try:
-            if self.shared:
+            if self.shared and not self.readonly:
                 self._session_file = SessionFile(self.path, self.session, None)
             if is_sqlite_path(self.path):
                 self._backend = SqliteBackend(
@@ -165,6 +170,7 @@ class AnswerStore:
                 )
             else:
                 self._backend = JsonlBackend(self.path, self._log)
+            self._backend.readonly = self.readonly
             stored = self._backend.open()
             version = stored.get("version")
             if is_int(version) and version > VERSION:
@@ -172,7 +178,11 @@ class AnswerStore:
                     f"answer store {self.path}: was written by a newer jaxclust (store format {version}, this "
                     f"one reads up to {VERSION}); upgrade jaxclust to open it"
                 )
-            self._backend.write_meta(stored, meta or {}, self._mismatch)
+            if self.readonly:
+                self._mismatch(stored, meta or {})
+                self._backend.meta = dict(stored)
+            else:
+                self._backend.write_meta(stored, meta or {}, self._mismatch)
             self._log.forget_news()  # refresh() reports what others store from now on
         except BaseException:
             self.close()
@@ -240,9 +250,11 @@ class AnswerStore:
         return len(self._log.resolve()[0])
 
     # --- writing -------------------------------------------------------------------------------------------------
-    def _open_backend(self) -> SqliteBackend | JsonlBackend:
+    def _open_backend(self, write: bool = True) -> SqliteBackend | JsonlBackend:
         if self._backend is None:
             raise StoreError(f"answer store {self.path}: is closed")
+        if write and self.readonly:
+            raise StoreError(f"answer store {self.path}: is open read-only; nothing can be stored through it")
         return self._backend
 
     def append(
@@ -360,5 +372,5 @@ class AnswerStore:
         self.close()
 
     def __repr__(self) -> str:
-        mode = ", shared" if self.shared else ""
+        mode = (", shared" if self.shared else "") + (", read-only" if self.readonly else "")
         return f"AnswerStore({str(self.path)!r}, {len(self)} answers{mode})"

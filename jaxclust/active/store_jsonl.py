@@ -54,6 +54,7 @@ class JsonlBackend:
         self.fd: int | None = None
         self.lock_fd: int | None = None  # holds the flock on the file itself (see _lock_file)
         self.size = 0  # the file's size after this session's last write: a smaller file was truncated
+        self.readonly = False  # set before open(): read the records, write and lock nothing (store stats)
 
     # --- opening ---------------------------------------------------------------------------------------------
     def _lock_file(self, fd: int) -> None:
@@ -82,12 +83,13 @@ class JsonlBackend:
             self.lock_fd = fd
             fsync_dir(p.parent)
             return {}
-        try:
-            guard = os.open(str(p), os.O_RDONLY)
-        except OSError as exc:
-            raise StoreError(f"answer store {p}: cannot be read ({exc.strerror})") from exc
-        self._lock_file(guard)
-        self.lock_fd = guard  # released by close(), also when opening fails below
+        if not self.readonly:
+            try:
+                guard = os.open(str(p), os.O_RDONLY)
+            except OSError as exc:
+                raise StoreError(f"answer store {p}: cannot be read ({exc.strerror})") from exc
+            self._lock_file(guard)
+            self.lock_fd = guard  # released by close(), also when opening fails below
         try:
             raw = p.read_bytes()
         except OSError as exc:
@@ -117,6 +119,12 @@ class JsonlBackend:
             n_intact += 1
             self._take(kind, obj)
         torn_ok = False
+        if tail and self.readonly:  # a line a writer is writing now (or a crash cut): its writer repairs it
+            obj, problem = _parse(tail)
+            kind = None if problem is not None else classify_record(obj, n)[0]
+            if kind is not None:
+                self._take(kind, obj)
+            tail = b""
         if tail:
             obj, problem = _parse(tail)
             kind = None
@@ -135,7 +143,7 @@ class JsonlBackend:
                 f"answer store {p}: does not look like a jaxclust answer store (line {k}: {why}; no line is a "
                 "jaxclust record); nothing was changed, pass a new file"
             )
-        if damaged:
+        if damaged and not self.readonly:
             set_aside(p, damaged)
             self._rewrite(b"".join(line + b"\n" for line in keep))
             where = "; ".join(f"line {k} ({why})" for k, _, why in damaged[:5])
@@ -146,6 +154,15 @@ class JsonlBackend:
                 StoreRecoveryWarning,
                 stacklevel=3,
             )
+        if self.readonly:
+            if damaged:
+                warnings.warn(
+                    f"answer store {p}: skipped {plural(len(damaged), 'damaged line')} (the next session that "
+                    "writes to it sets them aside)",
+                    StoreRecoveryWarning,
+                    stacklevel=3,
+                )
+            return meta
         try:
             self.fd = os.open(str(p), os.O_WRONLY | os.O_APPEND)
             if os.fstat(self.fd).st_ino != os.fstat(guard).st_ino:  # repaired: a new file, locked afresh

@@ -54,6 +54,7 @@ class SqliteBackend:
         self.conn: sqlite3.Connection | None = None
         self.opened: tuple[int, int] | None = None
         self.seq = {"answers": 0, "undos": 0, "fits": 0}  # the last row read from each table
+        self.readonly = False  # set before open(): read the rows, write nothing (jaxclust store stats)
 
     # --- errors and transactions -----------------------------------------------------------------------------
     def error(self, exc: sqlite3.Error, doing: str) -> StoreError:
@@ -132,6 +133,8 @@ class SqliteBackend:
         """Connect, create the tables or bring an older store up to date (adds, never rewrites), read every row
         into the log; returns the stored meta."""
         existed = self.path.exists() and self.path.stat().st_size > 0
+        if self.readonly:
+            return self._open_readonly()
         try:
             # any thread may use the store (a web server answers from a thread pool); the caller serialises
             # the calls, as AnswerStore says
@@ -175,6 +178,32 @@ class SqliteBackend:
             )
             if not self.shared:  # nobody else is in: claims left by shared sessions are stale
                 con.execute("DELETE FROM pending")
+        with self.snapshot():
+            stored, damaged = self._read_meta()
+            self.load(stored, damaged)
+        return stored
+
+    def _open_readonly(self) -> dict[str, Any]:
+        """Read every row without writing anything (no table is created, no claim released)."""
+        try:
+            self.conn = sqlite3.connect(
+                f"file:{self.path}?mode=ro",
+                uri=True,
+                timeout=self.busy,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            self.opened = file_identity(self.path)
+            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.Error as exc:
+            raise self.error(exc, "read") from exc
+        if tables and ("answers" not in tables or not tables <= _OUR_TABLES):
+            raise StoreError(
+                f"answer store {self.path}: is an SQLite database but not a jaxclust answer store (tables: "
+                f"{', '.join(sorted(tables))})"
+            )
+        if not tables:
+            return {}
         with self.snapshot():
             stored, damaged = self._read_meta()
             self.load(stored, damaged)
@@ -262,7 +291,7 @@ class SqliteBackend:
                     damaged.append((f"fits row {seq}", str(body).encode(), problem))
         except sqlite3.Error as exc:
             raise self.error(exc, "read") from exc
-        if damaged:  # left in the database (never deleted), set aside and reported
+        if damaged and not self.readonly:  # left in the database (never deleted), set aside and reported
             set_aside(self.path, damaged)
             where = "; ".join(f"{w} ({why})" for w, _, why in damaged[:5])
             more = f" and {len(damaged) - 5} more" if len(damaged) > 5 else ""
@@ -378,7 +407,7 @@ class SqliteBackend:
         if self.conn is None:
             return
         try:
-            if self.shared:
+            if self.shared and not self.readonly:
                 try:
                     with self.write("closed") as con:
                         con.execute("DELETE FROM pending WHERE session = ?", (self.session,))

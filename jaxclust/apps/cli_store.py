@@ -40,7 +40,7 @@ app = typer.Typer(
 def _open(path: Path):
     if not path.is_file():
         fail(f"STORE: {path} is not a file")
-    return AnswerStore(path, shared=is_sqlite_path(path))
+    return AnswerStore(path, shared=is_sqlite_path(path), readonly=True)
 
 
 def _number(x: float) -> str:

@@ -97,3 +97,45 @@ def test_bad_input_is_one_line(tmp_path, store):
             assert result.exit_code == 2 and "that is the store itself" in result.output, target
     with AnswerStore(store) as s:
         assert len(s.all_answers) == len(ANSWERS)  # untouched
+
+
+STATS = (
+    "import sys\n"
+    "from typer.testing import CliRunner\n"
+    "from jaxclust.apps.cli import app\n"
+    "r = CliRunner().invoke(app, ['store', 'stats', sys.argv[1]])\n"
+    "print(r.exit_code, r.output.splitlines()[0] if r.output else '')\n"
+)
+
+
+def test_stats_reads_without_writing_or_locking(tmp_path, store):
+    """A read-only command writes nothing (an empty JSON-lines file stays empty) and takes no writer's lock:
+    four at once all read, beside a session that has the store open for writing."""
+    import subprocess
+    import sys
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    result = CliRunner().invoke(app, ["store", "stats", str(empty)])
+    assert result.exit_code == 0 and "0 answers in effect" in result.output, result.output
+    assert empty.read_bytes() == b"" and not list(tmp_path.glob("empty.jsonl.*"))
+
+    before = store.read_bytes()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    with AnswerStore(store, shared=store.suffix == ".sqlite") as writer:  # a session has it open
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", STATS, str(store)], stdout=subprocess.PIPE, text=True, env=env
+            )
+            for _ in range(4)
+        ]
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+        writer.append(6, 7, "must", annotator="dan")  # and it still writes
+    for out in outs:
+        assert out.startswith("0 ") and "8 answers in effect" in out, out
+    if store.suffix == ".jsonl":
+        assert store.read_bytes().startswith(before)
+    with AnswerStore(store, readonly=True) as reader:
+        assert len(reader) == 9
+        with pytest.raises(Exception, match="is open read-only"):
+            reader.append(0, 9, "must")
