@@ -55,6 +55,7 @@ class SqliteBackend:
         self.opened: tuple[int, int] | None = None
         self.seq = {"answers": 0, "undos": 0, "fits": 0}  # the last row read from each table
         self.readonly = False  # set before open(): read the rows, write nothing (jaxclust store stats)
+        self.wal: tuple[int, int] | None = None  # the write-ahead log's identity once open (WAL mode)
 
     # --- errors and transactions -----------------------------------------------------------------------------
     def error(self, exc: sqlite3.Error, doing: str) -> StoreError:
@@ -90,6 +91,7 @@ class SqliteBackend:
         if self.conn is None:
             raise StoreError(f"answer store {self.path}: is closed")
         check_same_file(self.path, self.opened)
+        self._check_wal()
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -178,10 +180,35 @@ class SqliteBackend:
             )
             if not self.shared:  # nobody else is in: claims left by shared sessions are stale
                 con.execute("DELETE FROM pending")
+        self.wal = file_identity(self._wal_path())  # None outside WAL mode (a single writer's journal)
         with self.snapshot():
             stored, damaged = self._read_meta()
             self.load(stored, damaged)
         return stored
+
+    def _wal_path(self) -> Path:
+        return self.path.with_name(self.path.name + "-wal")
+
+    def _check_wal(self) -> None:
+        """The write-ahead log must still be the one this session writes to. Another program that removes it
+        leaves SQLite appending to a file nobody will read, so a crash would lose every answer since the last
+        checkpoint: the acknowledged answers are copied into the database now (a checkpoint reads the log this
+        session still holds open), and nothing more is written."""
+        if self.wal is None or file_identity(self._wal_path()) == self.wal:
+            return
+        try:
+            self.conn.execute("PRAGMA wal_checkpoint(FULL)")
+            saved = "copied into the database file"
+        except sqlite3.Error as exc:
+            saved = (
+                f"could not be copied into the database file ({exc}); keep this process running and copy it"
+            )
+        self.wal = None
+        raise StoreError(
+            f"answer store {self.path}: its write-ahead log {self._wal_path().name} was removed or replaced while "
+            f"this session had the store open; the answers acknowledged so far were {saved}. Nothing more is "
+            "written: start the session again (it resumes from the store)"
+        )
 
     def _open_readonly(self) -> dict[str, Any]:
         """Read every row without writing anything (no table is created, no claim released)."""

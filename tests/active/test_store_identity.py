@@ -103,3 +103,34 @@ def test_a_dangling_link_is_named(tmp_path):
     os.symlink(tmp_path / "gone.jsonl", link)
     with pytest.raises(StoreError, match=r"a.jsonl: is a link to .*gone.jsonl, which does not exist"):
         AnswerStore(link)
+
+
+WAL_CHILD = textwrap.dedent(
+    """
+    import os, sys
+    from jaxclust.active.store import AnswerStore
+    from jaxclust.errors import StoreError
+
+    store = AnswerStore(sys.argv[1], shared=True)
+    store.append(0, 1, "must", annotator="alice")
+    os.remove(sys.argv[1] + "-wal")  # another program removes the write-ahead log
+    try:
+        store.append(1, 2, "cannot", annotator="alice")
+    except StoreError as exc:
+        print("refused:", exc, flush=True)
+    os._exit(0)  # as kill -9: no clean close
+    """
+)
+
+
+def test_a_removed_write_ahead_log_loses_no_acknowledged_answer(tmp_path):
+    path = tmp_path / "a.sqlite"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run(
+        [sys.executable, "-c", WAL_CHILD, str(path)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("refused:") and "write-ahead log a.sqlite-wal was removed" in out.stdout
+    assert "copied into the database file" in out.stdout
+    with AnswerStore(path, shared=True) as store:
+        assert [(r["i"], r["j"], r["answer"]) for r in store.records] == [(0, 1, "must")]
