@@ -56,11 +56,23 @@ class SqliteBackend:
         self.seq = {"answers": 0, "undos": 0, "fits": 0}  # the last row read from each table
         self.readonly = False  # set before open(): read the rows, write nothing (jaxclust store stats)
         self.wal: tuple[int, int] | None = None  # the write-ahead log's identity once open (WAL mode)
+        self.loaded = False  # opened and read as a jaxclust store: a later "not a store" means it was damaged
 
     # --- errors and transactions -----------------------------------------------------------------------------
     def error(self, exc: sqlite3.Error, doing: str) -> StoreError:
         msg = str(exc)
         low = msg.lower()
+        damage = ("not a database", "malformed", "corrupt", "no such table", "no such column")
+        if self.loaded and any(w in low for w in damage):  # it was a store when this session opened it
+            try:
+                size = f"now {self.path.stat().st_size} bytes"
+            except OSError:
+                size = "now unreadable"
+            return StoreError(
+                f"answer store {self.path}: was truncated or overwritten by another program while this session "
+                f"had it open ({size}; SQLite: {msg}); answers stored before may be gone from it. Nothing more is "
+                "written: restore the file from a copy if there is one, else start a new store"
+            )
         if "not a database" in low:
             hint = (
                 "is not an SQLite database (it may be damaged, or another kind of file); move it aside (keep "
@@ -184,6 +196,7 @@ class SqliteBackend:
         with self.snapshot():
             stored, damaged = self._read_meta()
             self.load(stored, damaged)
+        self.loaded = True
         return stored
 
     def _wal_path(self) -> Path:

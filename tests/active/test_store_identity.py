@@ -134,3 +134,13 @@ def test_a_removed_write_ahead_log_loses_no_acknowledged_answer(tmp_path):
     assert "copied into the database file" in out.stdout
     with AnswerStore(path, shared=True) as store:
         assert [(r["i"], r["j"], r["answer"]) for r in store.records] == [(0, 1, "must")]
+
+
+def test_an_sqlite_store_cut_short_mid_session_is_said_to_be(tmp_path):
+    path = tmp_path / "a.sqlite"
+    with AnswerStore(path, meta={"n": 10}) as store:
+        store.append(0, 1, "must")
+        with open(path, "r+b") as f:  # another program truncates it
+            f.truncate(0)
+        with pytest.raises(StoreError, match=r"a.sqlite: was truncated or overwritten by another program while"):
+            store.append(1, 2, "cannot")
