@@ -250,10 +250,11 @@ class AnswerStore:
         return len(self._log.resolve()[0])
 
     # --- writing -------------------------------------------------------------------------------------------------
-    def _open_backend(self, write: bool = True) -> SqliteBackend | JsonlBackend:
+    def _open_backend(self) -> SqliteBackend | JsonlBackend:
+        """The back end to write through (every caller writes)."""
         if self._backend is None:
             raise StoreError(f"answer store {self.path}: is closed")
-        if write and self.readonly:
+        if self.readonly:
             raise StoreError(f"answer store {self.path}: is open read-only; nothing can be stored through it")
         return self._backend
 

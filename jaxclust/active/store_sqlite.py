@@ -160,12 +160,8 @@ class SqliteBackend:
             )
             self.opened = file_identity(self.path)
             tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            # no table at all: a new database (another session may be creating it right now)
-            if existed and tables and ("answers" not in tables or not tables <= _OUR_TABLES):
-                raise StoreError(
-                    f"answer store {self.path}: is an SQLite database but not a jaxclust answer store (tables: "
-                    f"{', '.join(sorted(tables)) or 'none'}); nothing was changed, pass a new path"
-                )
+            if existed:
+                self._check_ours(tables)
             self.conn.execute("PRAGMA synchronous=FULL")
         except sqlite3.Error as exc:
             raise self.error(exc, "opened") from exc
@@ -198,6 +194,15 @@ class SqliteBackend:
             self.load(stored, damaged)
         self.loaded = True
         return stored
+
+    def _check_ours(self, tables: set[str]) -> None:
+        """``StoreError`` unless the database's ``tables`` are a jaxclust store's (or none: a new database, which
+        another session may be creating right now)."""
+        if tables and ("answers" not in tables or not tables <= _OUR_TABLES):
+            raise StoreError(
+                f"answer store {self.path}: is an SQLite database but not a jaxclust answer store (tables: "
+                f"{', '.join(sorted(tables))}); nothing was changed, pass a new path"
+            )
 
     def _wal_path(self) -> Path:
         return self.path.with_name(self.path.name + "-wal")
@@ -237,11 +242,7 @@ class SqliteBackend:
             tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         except sqlite3.Error as exc:
             raise self.error(exc, "read") from exc
-        if tables and ("answers" not in tables or not tables <= _OUR_TABLES):
-            raise StoreError(
-                f"answer store {self.path}: is an SQLite database but not a jaxclust answer store (tables: "
-                f"{', '.join(sorted(tables))})"
-            )
+        self._check_ours(tables)
         if not tables:
             return {}
         with self.snapshot():

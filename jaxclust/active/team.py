@@ -46,7 +46,7 @@ from jaxclust.coclustering import least_squares_sample
 from jaxclust.constraints import Constraints
 from jaxclust.errors import InvalidInputError, QuestionError
 from jaxclust.metrics.partition import v_beta
-from jaxclust.validation import check_array
+from jaxclust.validation import check_array, check_float, check_index
 
 __all__ = ["TeamSession", "Question", "ANSWERS", "HOLD_SECONDS"]
 
@@ -122,14 +122,7 @@ class TeamSession:
         hold_seconds: float = HOLD_SECONDS,
     ):
         learner._validate(0 if n_queries is None else n_queries)
-        if (
-            isinstance(hold_seconds, bool)
-            or not isinstance(hold_seconds, int | float)
-            or not hold_seconds > 0
-        ):
-            raise InvalidInputError(
-                f"hold_seconds: expected a positive number of seconds, got {hold_seconds!r}"
-            )
+        check_float(hold_seconds, "hold_seconds", minimum=0.0, strict=True)
         if isinstance(double, bool) or not isinstance(double, int | float) or not 0.0 <= double <= 1.0:
             raise InvalidInputError(f"double: expected a share of the pairs in [0, 1], got {double!r}")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
@@ -297,10 +290,8 @@ class TeamSession:
         who = check_annotator(annotator)
         if answer not in ANSWERS:
             raise InvalidInputError(f"answer: expected one of {', '.join(ANSWERS)}, got {answer!r}")
-        for name, v in (("i", i), ("j", j)):
-            if isinstance(v, bool) or not hasattr(v, "__index__"):  # int(3.9) would answer about item 3
-                raise InvalidInputError(f"{name}: expected an item number (an integer), got {v!r}")
-        p = (min(int(i), int(j)), max(int(i), int(j)))
+        i, j = check_index(i, self.n, "i"), check_index(j, self.n, "j")  # int(3.9) would answer about item 3
+        p = (min(i, j), max(i, j))
         with self.lock:
             held = self._held.get(who)
             if held is None or (held.i, held.j) != p:

@@ -365,14 +365,6 @@ def _place(data: _state.GroupData, group_labels, spec: Kernel, mesh) -> _Placeme
     return _Placement(mesh, rows, group_labels, n_chains, n_real, n_rows, n_groups)
 
 
-def alpha_prior_arrays(alpha_prior, dtype):
-    """``(shape, rate, infer)`` on the device, ``infer`` a bool array: fixed and inferred alpha share one
-    compiled kernel (:func:`jaxclust.dpmm.state.alpha_move`). ``alpha_prior``: (shape, rate) or None."""
-    infer = alpha_prior is not None
-    a, b = alpha_prior if infer else (1.0, 1.0)
-    return to_device(a, dtype), to_device(b, dtype), to_device(infer)
-
-
 def _start(place: _Placement, data, family, alpha, capacity: int):
     """The chains' first states (``capacity`` slots), placed as the blocks want them."""
     alpha = to_device(alpha, data.n_items.dtype)
@@ -474,7 +466,7 @@ def run_chains(
     n_used = int(place.group_labels[:, : place.n_groups].max()) + 1 if place.n_groups else 1
     slots = SlotPolicy(initial_capacity(n_used, place.n_rows, capacity), place.n_groups, place.n_rows)
     states = _start(place, data, family, alpha, slots.capacity)
-    alpha_prior = alpha_prior_arrays(alpha_prior, data.n_items.dtype)
+    alpha_prior = _state.alpha_prior_arrays(alpha_prior, data.n_items.dtype)
     chain_keys = jax.random.split(key, place.n_real)
     if place.n_chains > place.n_real:
         chain_keys = chain_keys[jnp.arange(place.n_chains) % place.n_real]

@@ -28,6 +28,7 @@ import jax
 
 from jaxclust.dpmm import gibbs, splitmerge, subcluster
 from jaxclust.dpmm import state as _state
+from jaxclust.errors import InvalidInputError
 
 __all__ = ["Kernel", "build_kernel", "SAMPLERS"]
 
@@ -81,9 +82,9 @@ def build_kernel(spec: Kernel, family, alpha_prior=None, rows=None):
         the kernel then computes what it computes on one device.
     """
     if spec.sampler not in SAMPLERS:
-        raise ValueError(f"spec.sampler: expected one of {SAMPLERS}, got {spec.sampler!r}")
+        raise InvalidInputError(f"spec.sampler: expected one of {SAMPLERS}, got {spec.sampler!r}")
     if rows is not None and spec.sampler != "subcluster":
-        raise ValueError("rows: only the sub-cluster sampler splits rows over devices")
+        raise InvalidInputError("rows: only the sub-cluster sampler splits rows over devices")
     moves = [  # (index of the move's key, move)
         (
             2 + r,

@@ -28,7 +28,6 @@ from numpyro.util import is_prng_key
 from jaxclust.constraints import as_constraints
 from jaxclust.dpmm import state as _state
 from jaxclust.dpmm.alpha import check_alpha_prior
-from jaxclust.dpmm.chains import alpha_prior_arrays
 from jaxclust.dpmm.kernels import build_kernel
 from jaxclust.dpmm.problem import prepare_problem, start_labels
 from jaxclust.validation import check_array, check_int, check_positive
@@ -86,7 +85,7 @@ class DPMMKernel(MCMCKernel):
         self._family, self._data = problem.family, problem.data
         self._constraints = constraints
         self._alpha = check_positive(alpha, "alpha")
-        self._alpha_prior = alpha_prior_arrays(check_alpha_prior(alpha_prior), dtype)
+        self._alpha_prior = _state.alpha_prior_arrays(check_alpha_prior(alpha_prior), dtype)
         n_groups = X.shape[0] if constraints is None else constraints.n_groups
         self._capacity = n_groups if capacity is None else check_int(capacity, "capacity", minimum=1)
         self._sample_fn = None
@@ -118,10 +117,8 @@ class DPMMKernel(MCMCKernel):
             np.zeros((len(keys), self._data.group_of.shape[0]), np.int64), self._constraints, n_rows
         )
         self._capacity = max(self._capacity, int(z.max()) + 1)
-        z = jnp.asarray(z)
-        ks = list(keys)
         init_fn = jax.vmap(lambda zz: _state.init(zz, self._data, self._family, self._alpha, self._capacity))
-        states = jax.vmap(self._wrap)(init_fn(z), jnp.stack(ks))
+        states = jax.vmap(self._wrap)(init_fn(jnp.asarray(z)), keys)
         if is_prng_key(rng_key):
             self._sample_fn = self._step_one
             return jax.tree.map(lambda a: a[0], states)

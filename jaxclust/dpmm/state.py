@@ -46,6 +46,7 @@ __all__ = [
     "finish",
     "refreshed",
     "alpha_move",
+    "alpha_prior_arrays",
     "log_joint",
     "answer_log_likelihood",
     "partner_terms",
@@ -307,6 +308,14 @@ def refreshed(z, state: GibbsState, data: GroupData, family, rows=None) -> Gibbs
     return GibbsState(
         z, counts, slots, state.alpha, log_joint(counts, slots, state.alpha, data, family, z, rows)
     )
+
+
+def alpha_prior_arrays(alpha_prior, dtype):
+    """``(shape, rate, infer)`` on the device, ``infer`` a bool array: fixed and inferred alpha share one
+    compiled kernel (:func:`alpha_move`). ``alpha_prior``: (shape, rate) or None."""
+    infer = alpha_prior is not None
+    a, b = alpha_prior if infer else (1.0, 1.0)
+    return to_device(a, dtype), to_device(b, dtype), to_device(infer)
 
 
 def alpha_move(key, state: GibbsState, data: GroupData, family, alpha_prior=None, rows=None):

@@ -142,5 +142,7 @@ def test_an_sqlite_store_cut_short_mid_session_is_said_to_be(tmp_path):
         store.append(0, 1, "must")
         with open(path, "r+b") as f:  # another program truncates it
             f.truncate(0)
-        with pytest.raises(StoreError, match=r"a.sqlite: was truncated or overwritten by another program while"):
+        with pytest.raises(
+            StoreError, match=r"a.sqlite: was truncated or overwritten by another program while"
+        ):
             store.append(1, 2, "cannot")

@@ -14,7 +14,6 @@ import pytest
 from jaxclust import Constraints
 from jaxclust.dpmm import Kernel, MoveInfo, build_kernel, gibbs, splitmerge, subcluster
 from jaxclust.dpmm import state as _state
-from jaxclust.dpmm.chains import alpha_prior_arrays
 from jaxclust.dpmm.problem import prepare_problem, start_labels
 
 RNG = np.random.default_rng(4)
@@ -62,7 +61,7 @@ def test_every_move_returns_a_consistent_state_and_its_info(name):
     sampler = "subcluster" if name == "restricted" else "collapsed"
     problem, state = _setup(sampler, labels=np.arange(15) % 3)
     start = np.asarray(state.z)
-    move = jax.jit(_moves(problem, alpha_prior_arrays((1.0, 1.0), jnp.float32))[name])
+    move = jax.jit(_moves(problem, _state.alpha_prior_arrays((1.0, 1.0), jnp.float32))[name])
     keys = jax.random.split(jax.random.key(0), 10)
     for key in keys:
         state, info = move(key, state, problem.data)
@@ -82,7 +81,7 @@ def test_build_kernel_is_the_composition_of_its_moves():
     """The sub-cluster kernel with two split-merge rounds equals the moves applied by hand with the documented
     keys (local, alpha, then one per round), and its info is the sum of theirs."""
     problem, state = _setup("subcluster", labels=np.repeat([0, 1, 2], 5))
-    ap = alpha_prior_arrays((2.0, 1.0), jnp.float32)
+    ap = _state.alpha_prior_arrays((2.0, 1.0), jnp.float32)
     spec = Kernel("subcluster", split_merge=2, constrained=True)
     kernel = jax.jit(build_kernel(spec, problem.family, ap))
     moves = _moves(problem, ap)
