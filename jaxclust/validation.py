@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import numbers
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -33,6 +33,8 @@ __all__ = [
     "Int",
     "Real",
     "Options",
+    "Function",
+    "PerKey",
     "validate_params",
 ]
 
@@ -300,6 +302,39 @@ class Options(NamedTuple):
     def check(self, value: Any) -> Any:
         if not any(type(value) is type(v) and value == v for v in self.values):
             raise ValueError
+        return value
+
+
+class Function(NamedTuple):
+    """A callable (``none``: or None)."""
+
+    none: bool = False
+
+    def want(self) -> str:
+        return "None or a callable" if self.none else "a callable"
+
+    def check(self, value: Any) -> Any:
+        if (value is None and self.none) or callable(value):
+            return value
+        raise ValueError
+
+
+class PerKey(NamedTuple):
+    """A value under ``rule``, or a mapping of such values, one per ``key`` (e.g. an error rate per annotator);
+    returned as given, each value checked."""
+
+    rule: Any
+    key: str = "key"
+
+    def want(self) -> str:
+        return f"{self.rule.want()}, or a dict of them per {self.key}"
+
+    def check(self, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            for v in value.values():
+                self.rule.check(v)
+            return value
+        self.rule.check(value)
         return value
 
 

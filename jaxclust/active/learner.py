@@ -59,23 +59,32 @@ component splits it.
 from __future__ import annotations
 
 import copy
-import hashlib
 import inspect
-import json
-import numbers
 import sys
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from jaxclust.active.core import SessionSettings
 from jaxclust.active.oracles import SessionStopped, ask
 from jaxclust.active.selection import STRATEGIES
-from jaxclust.active.session import Session, describe_conflict, score_samples
-from jaxclust.active.store import AnswerStore, check_annotator, default_annotator
+from jaxclust.active.session import Outcome, Session, score_samples
+from jaxclust.active.state import describe_conflict
+from jaxclust.active.store import AnswerStore, check_annotator, data_fingerprint, default_annotator
 from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.errors import InvalidInputError
-from jaxclust.validation import check_array, check_labels, seed_from
+from jaxclust.validation import (
+    Function,
+    Int,
+    Options,
+    PerKey,
+    Real,
+    check_array,
+    check_int,
+    check_labels,
+    seed_from,
+    validate_params,
+)
 
 __all__ = ["ActiveLearner", "score_samples", "data_fingerprint", "describe_conflict"]
 
@@ -83,14 +92,6 @@ __all__ = ["ActiveLearner", "score_samples", "data_fingerprint", "describe_confl
 #: "different" answer shows to hold two (:mod:`jaxclust.active.classes`), ``"components"`` only joins whole
 #: components, ``"pairs"`` leaves the model's components as they are (an answer constrains its two items only).
 PROPAGATIONS = ("classes", "components", "pairs")
-
-
-def data_fingerprint(X: np.ndarray) -> str:
-    """Short SHA-256 of the float64 feature matrix, stored with the answers to refuse resuming on other
-    data.
-    """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    return hashlib.sha256(repr(X.shape).encode() + X.tobytes()).hexdigest()[:16]
 
 
 def _parameters(fn) -> set[str]:
@@ -120,33 +121,6 @@ def _clone(model: Any) -> Any:
 
 
 _LN2 = float(np.log(2.0))
-
-
-def check_samples(model: Any, n: int) -> np.ndarray:
-    """The fitted ``model``'s ``samples_`` (S, n) as integers: at least one partition of the ``n`` items, every
-    label a whole number; ``InvalidInputError`` naming the model otherwise (questions are asked about these
-    partitions, so none may come from anything but the model)."""
-    name = type(model).__name__
-    if not hasattr(model, "samples_"):
-        raise InvalidInputError(
-            f"model: {name}.fit set no samples_; the learner asks about the partitions a model samples (S, n), "
-            "e.g. jaxclust.DPMM"
-        )
-    try:
-        samples = np.asarray(model.samples_, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"model: {name}.samples_ is not an array of labels ({exc})") from None
-    if samples.ndim != 2 or samples.shape[1] != n or samples.shape[0] == 0:
-        raise InvalidInputError(
-            f"model: {name}.samples_ has shape {samples.shape}, expected (S, {n}) with at least one sample"
-        )
-    bad = ~np.isfinite(samples) | (samples != np.round(samples))
-    if bad.any():
-        s, i = np.argwhere(bad)[0]
-        raise InvalidInputError(
-            f"model: {name}.samples_[{s}, {i}] is {float(samples[s, i])!r}, not a cluster label (a whole number)"
-        )
-    return samples.astype(np.int64)
 
 
 def check_oracle(oracle: Any) -> None:
@@ -272,6 +246,22 @@ class ActiveLearner:
         Highest link entropy among unknown pairs when the session ended (None if not computed).
     """
 
+    #: One rule per parameter (see :func:`jaxclust.validation.validate_params`); the model and the oracle are
+    #: checked where they are used.
+    _parameter_constraints = {
+        "strategy": Options(STRATEGIES),
+        "batch_size": Int(1),
+        "min_samples": Int(1),
+        "warm_start": Options((True, False)),
+        "warm_burnin": Int(0, none=True),
+        "block_size": Int(1, none=True),
+        "stop_entropy": Real(0.0, _LN2, none=True),
+        "error_rate": PerKey(Real(0.0, 0.5), "annotator"),
+        "propagation": Options(PROPAGATIONS),
+        "progress": Options((True, False)),
+        "status": Function(none=True),
+    }
+
     def __init__(
         self,
         model,
@@ -308,111 +298,33 @@ class ActiveLearner:
         self.error_rate = error_rate
         self.propagation = propagation
 
-    # --- helpers
-    # ----------------------------------------------------------------------------------------------
-    def _rate_of(self, who: str | None) -> float:
-        """The error rate of an answer by ``who`` (see ``error_rate``)."""
-        rates = self.error_rate
-        if isinstance(rates, Mapping):
-            if who in rates:
-                return float(rates[who])
-            if "*" in rates:
-                return float(rates["*"])
-            raise InvalidInputError(
-                f"error_rate: no rate for annotator {who!r} (give one, or a '*' entry for everyone else)"
-            )
-        return float(rates)
-
-    def _validate(self, n_queries: Any) -> None:
-        rates = self.error_rate
-        values = list(rates.values()) if isinstance(rates, Mapping) else [rates]
-        for v in values:
-            if (
-                isinstance(v, bool)
-                or not isinstance(v, int | float | np.integer | np.floating)
-                or not (0.0 <= float(v) <= 0.5)
-            ):
-                raise InvalidInputError(
-                    f"error_rate: expected a probability in [0, 0.5] (or a dict of them per annotator), got {v!r}"
-                )
-        if self.strategy not in STRATEGIES:
-            raise InvalidInputError(f"strategy: expected one of {STRATEGIES}, got {self.strategy!r}")
-        if self.propagation not in PROPAGATIONS:
-            raise InvalidInputError(f"propagation: expected one of {PROPAGATIONS}, got {self.propagation!r}")
-        for name in ("batch_size", "min_samples"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-                raise InvalidInputError(f"{name}: expected a positive integer, got {v!r}")
-        if isinstance(n_queries, bool) or not isinstance(n_queries, int | np.integer) or n_queries < 0:
-            raise InvalidInputError(f"n_queries: expected a non-negative integer, got {n_queries!r}")
-        if self.warm_burnin is not None and (
-            not isinstance(self.warm_burnin, int | np.integer) or self.warm_burnin < 0
-        ):
-            raise InvalidInputError(
-                f"warm_burnin: expected a non-negative integer or None, got {self.warm_burnin!r}"
-            )
-        t = self.stop_entropy
-        if t is not None and (
-            isinstance(t, bool) or not isinstance(t, numbers.Real) or not 0.0 <= float(t) <= _LN2
-        ):
-            raise InvalidInputError(
-                f"stop_entropy: expected None or a number of nats in [0, ln 2 = {_LN2:.4f}], got {t!r}"
-            )
-        if self.status is not None and not callable(self.status):
-            raise InvalidInputError(f"status: expected a callable or None, got {self.status!r}")
-        b = self.block_size
-        if b is not None and (isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 1):
-            raise InvalidInputError(f"block_size: expected a positive integer or None, got {b!r}")
+    # --- the session's settings -----------------------------------------------------------------------------
+    def session_settings(self) -> SessionSettings:
+        """The learner's parameters, checked, as the frozen value a session runs on
+        (:class:`~jaxclust.active.core.SessionSettings`); ``InvalidInputError`` naming the first bad one."""
+        checked = validate_params(self)
         fit = getattr(self.model, "fit", None)
         if not callable(fit) or "constraints" not in _parameters(fit):
             raise InvalidInputError(
                 f"model: {type(self.model).__name__} cannot be refitted under answers (its fit takes no "
                 "'constraints'); use a model that samples partitions under constraints, e.g. jaxclust.DPMM"
             )
+        return SessionSettings(random_state=self.random_state, **checked)
 
-    def _warm_burnin(self, model) -> int:
-        burn = self.warm_burnin
-        if burn is None:
-            full = getattr(model, "n_burnin", None)  # None: the model picks its own (e.g. DPMM's defaults)
-            burn = max(10, int(full if full is not None else 50) // 5)
-        return int(burn)
-
-    def _fit(self, model, X, constraints, seed: int, warm_from=None, n_burnin=None):
-        """Fit ``model``; returns ``(samples, warm, n_burnin)`` (the burn-in override of a warm fit, else
-        None).
-        """
-        if hasattr(model, "set_params") and "random_state" in model.get_params(deep=False):
-            model.set_params(random_state=seed)
-        kwargs: dict[str, Any] = {"constraints": constraints}
-        warm = warm_from is not None and self.warm_start
-        burn = None
-        if warm:
-            kwargs["init_labels"] = np.asarray(warm_from)
-            burn = self._warm_burnin(model) if n_burnin is None else int(n_burnin)
-            kwargs["n_burnin"] = burn
-        model.fit(X, **kwargs)
-        return check_samples(model, X.shape[0]), warm, burn
-
-    def _settings(self, model, base_seed: int) -> str:
-        """Digest of everything that shapes a session's questions; fit records are reused only when it
-        matches.
-        """
-        params = model.get_params(deep=False) if hasattr(model, "get_params") else {}
-        desc = {
-            "strategy": self.strategy,
-            "batch_size": int(self.batch_size),
-            "min_samples": int(self.min_samples),
-            "random_state": repr(self.random_state),
-            "warm_start": bool(self.warm_start),
-            "warm_burnin": self._warm_burnin(model),
-            "stop_entropy": None if self.stop_entropy is None else float(self.stop_entropy),
-            "error_rate": self.error_rate if isinstance(self.error_rate, Mapping) else float(self.error_rate),
-            "propagation": self.propagation,
-            "base_seed": int(base_seed),
-            "model": type(model).__qualname__,
-            "params": repr(sorted((k, v) for k, v in params.items() if k != "random_state")),
-        }
-        return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:16]
+    def _copy(self, out: Outcome) -> None:
+        """The attributes follow the session (:class:`~jaxclust.active.session.Outcome`)."""
+        self.model_, self.history_, self.answers_, self.conflicts_ = (
+            out.model,
+            out.history,
+            out.answers,
+            out.conflicts,
+        )
+        self.constraints_, self.dropped_, self.unknown_ = out.constraints, out.dropped, out.unknown
+        if out.labels is not None:
+            self.labels_ = out.labels
+        self.stopped_, self.stop_detail_, self.max_entropy_ = out.stopped, out.stop_detail, out.max_entropy
+        if out.stop_reason is not None:
+            self.stop_reason_ = out.stop_reason
 
     # --- the loop -------------------------------------------------------------------------------------------
     def run(self, X, n_queries: int, eval_labels=None, constraints: Constraints | None = None) -> list[dict]:
@@ -470,7 +382,8 @@ class ActiveLearner:
 
         The arguments are checked when this is called; the store is opened at the first ``next()``.
         """
-        self._validate(n_queries)
+        settings = self.session_settings()
+        n_queries = check_int(n_queries, "n_queries", minimum=0)
         X = check_array(X, name="X", min_rows=2)
         n = X.shape[0]
         labels = None if eval_labels is None else check_labels(eval_labels, n=n, name="eval_labels")
@@ -479,38 +392,34 @@ class ActiveLearner:
         if constraints is not None and constraints.n != n:
             raise InvalidInputError(f"constraints: built for {constraints.n} items, X has {n} rows")
         annotator = check_annotator(self.annotator) or default_annotator()
-        return self._session(X, int(n_queries), labels, constraints, annotator)
+        return self._session(settings, X, int(n_queries), labels, constraints, annotator)
 
-    def _session(self, X, n_queries: int, labels, constraints, annotator: str):
+    def _session(
+        self,
+        settings: SessionSettings,
+        X,
+        n_queries: int,
+        labels,
+        initial: Constraints | None,
+        annotator: str,
+    ):
         meta = {"n": X.shape[0], "fingerprint": data_fingerprint(X)}
         store, own_store = self.store, False
         if store is not None and not isinstance(store, AnswerStore):
             store, own_store = AnswerStore(store, meta=meta), True
+        # the model's draws follow the model's own seed (so runs that differ only in the selection strategy
+        # share their first fit); the learner's random_state drives the random strategy
+        params = self.model.get_params(deep=False) if hasattr(self.model, "get_params") else {}
+        model_rs = params.get("random_state")
+        base_seed = seed_from(model_rs) if isinstance(model_rs, int | np.integer | None) else 0
         try:
             if store is not None and not own_store:
                 store.check_meta(meta)
-            return (yield from self._run(X, n_queries, labels, constraints, store, annotator))
+            model = _clone(self.model)
+            session = Session(
+                settings, model, X, n_queries, labels, initial, store, annotator, base_seed, self._copy
+            )
+            return (yield from session.run())
         finally:
             if own_store:
                 store.close()
-
-    def _run(self, X, n_queries: int, labels, constraints, store, annotator: str):
-        n = X.shape[0]
-        # the model's draws follow the model's own seed (so runs that differ only in the selection strategy
-        # share their first fit); the learner's random_state drives the random strategy
-        model_rs = (
-            self.model.get_params(deep=False).get("random_state")
-            if hasattr(self.model, "get_params")
-            else None
-        )
-        base_seed = seed_from(model_rs) if isinstance(model_rs, int | np.integer | None) else 0
-        # the hard pairs are re-read with on_conflict="drop"; answers with an error rate are kept as they are
-        initial = Constraints.from_answers(
-            n,
-            list(constraints.pairs) + list(constraints.answers) if constraints is not None else (),
-            on_conflict="drop",
-        )
-        model = _clone(self.model)
-        settings = self._settings(model, base_seed)
-        session = Session(self, model, X, n_queries, labels, initial, store, annotator, settings, base_seed)
-        return (yield from session.run())

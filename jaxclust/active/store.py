@@ -97,8 +97,20 @@ __all__ = [
     "Update",
     "check_store_path",
     "check_annotator",
+    "data_fingerprint",
     "default_annotator",
 ]
+
+
+def data_fingerprint(X) -> str:
+    """Short SHA-256 of the float64 feature matrix (n, D), stored with the answers (meta ``fingerprint``) so that
+    answers about other data are refused."""
+    import hashlib
+
+    import numpy as np
+
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    return hashlib.sha256(repr(X.shape).encode() + X.tobytes()).hexdigest()[:16]
 
 
 class AnswerStore:

@@ -1,8 +1,8 @@
 """A session answered by a team at once: questions handed out from a pool, the model refitted in the background.
 
 :class:`TeamSession` is the session logic of ``jaxclust serve``. It is made of the pieces every session uses
-(the answer store, :func:`~jaxclust.active.session.apply_answer`, :func:`~jaxclust.active.session.draw`, the
-strategy registry :func:`~jaxclust.active.selection.pick`) and differs only in how it is driven: answers come
+(the answer store and the session core, :class:`~jaxclust.active.core.SessionCore`: its answer, rebuild, refit
+and ranking transitions) and differs from one annotator's session only in how it drives them: answers come
 from several people at once, in any order, and nobody waits for the model.
 
 * **Questions from a pool.** After each fit the learner's strategy ranks ``pool_size`` pairs, best first; an
@@ -38,15 +38,13 @@ from typing import Any
 import numpy as np
 
 from jaxclust.active.agreement import UNNAMED, error_rates
-from jaxclust.active.learner import data_fingerprint
-from jaxclust.active.selection import Round, pick, random_pairs
-from jaxclust.active.session import SessionState, apply_answer, draw, replay
-from jaxclust.active.store import AnswerStore, check_annotator
-from jaxclust.coclustering import least_squares_sample
-from jaxclust.constraints import Constraints
+from jaxclust.active.core import SessionCore
+from jaxclust.active.selection import random_pairs
+from jaxclust.active.state import SessionState
+from jaxclust.active.store import AnswerStore, check_annotator, data_fingerprint
 from jaxclust.errors import InvalidInputError, QuestionError
 from jaxclust.metrics.partition import v_beta
-from jaxclust.validation import check_array, check_float, check_index
+from jaxclust.validation import check_array, check_float, check_index, check_int
 
 __all__ = ["TeamSession", "Question", "ANSWERS", "HOLD_SECONDS"]
 
@@ -121,26 +119,23 @@ class TeamSession:
         labels=None,
         hold_seconds: float = HOLD_SECONDS,
     ):
-        learner._validate(0 if n_queries is None else n_queries)
+        settings = learner.session_settings()
+        if n_queries is not None:
+            check_int(n_queries, "n_queries", minimum=0)
         check_float(hold_seconds, "hold_seconds", minimum=0.0, strict=True)
-        if isinstance(double, bool) or not isinstance(double, int | float) or not 0.0 <= double <= 1.0:
-            raise InvalidInputError(f"double: expected a share of the pairs in [0, 1], got {double!r}")
-        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
-            raise InvalidInputError(f"pool_size: expected a positive integer, got {pool_size!r}")
+        double = check_float(double, "double", minimum=0.0, maximum=1.0)
+        pool_size = check_int(pool_size, "pool_size", minimum=1)
         if not isinstance(store, AnswerStore):
             raise InvalidInputError(f"store: expected an open AnswerStore, got {type(store).__name__}")
         self.X = check_array(X, name="X", min_rows=2)
         self.n = self.X.shape[0]
         store.check_meta({"n": self.n, "fingerprint": data_fingerprint(self.X)})  # the same data as before
-        self.learner, self.store = learner, store
-        self.model = copy.deepcopy(learner.model)
+        self.settings, self.store = settings, store
         self.n_queries, self.double, self.pool_size = n_queries, float(double), int(pool_size)
         self.seed = int(random_state)
+        self.core = SessionCore(settings, copy.deepcopy(learner.model), self.X, None, self.seed)
         self.gold = None if labels is None else np.asarray(labels)
-        self.state = SessionState.start(Constraints.from_answers(self.n, (), on_conflict="drop"))
         self.lock = threading.RLock()
-        self.labels_: np.ndarray | None = None
-        self.n_fits = 0
         self.fit_error: str | None = None
         self.fit_seconds: float | None = None
         self.max_entropy: float | None = None
@@ -154,20 +149,32 @@ class TeamSession:
         self._given_back: dict[str, tuple[int, int]] = {}  # annotator -> the pair they undid
         self._last: dict[str, tuple[int, int]] = {}  # annotator -> the pair they answered last
         self._double_memo: dict[tuple[int, int], bool] = {}
-        self._final = None  # the chains' last states, to warm-start the next fit
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         with self.lock:
             self._rebuild()
-            self._pool, _ = self._rank(None, None, self.state.constraints, self._excluded())
+            self._pool, _ = self._rank(None, self.state.constraints, self._excluded())
+
+    @property
+    def state(self) -> SessionState:
+        """The answers in effect and what they imply (the core's state)."""
+        return self.core.state
+
+    @property
+    def n_fits(self) -> int:
+        return self.core.state.n_fits
+
+    @property
+    def labels_(self) -> np.ndarray | None:
+        return self.core.labels
 
     # --- the answers in effect ----------------------------------------------------------------------------------
     def _rate(self, who: str | None, pair: tuple[int, int], rates: dict[str, float] | None) -> float:
         answers = self._by_pair.get(pair, {})
         if rates is not None and len(set(answers.values())) > 1:  # answered both ways: soft, by agreement
             return rates.get(who or UNNAMED, rates.get(UNNAMED, 0.05))
-        return self.learner._rate_of(who)
+        return self.settings.rate_of(who)
 
     def _rebuild(self) -> None:
         """The state from the store's answers in effect (start, undo, a disagreement, others' answers)."""
@@ -180,10 +187,7 @@ class TeamSession:
                 ]
         disputed = any(len(set(a.values())) > 1 for a in self._by_pair.values())
         rates = error_rates(records) if disputed else None
-        self.state.reset()
-        replay(
-            self.state, records, [self._rate(r.get("annotator"), (r["i"], r["j"]), rates) for r in records]
-        )
+        self.core.rebuild(records, [self._rate(r.get("annotator"), (r["i"], r["j"]), rates) for r in records])
         self._second = {p: None for p, a in self._by_pair.items() if len(a) == 1 and self._doubled(*p)}
         self._wake.set()
 
@@ -251,8 +255,7 @@ class TeamSession:
                     if self._open(p):
                         return self._hold(who, p, "new")
                 if attempt == 0:
-                    st = self.state
-                    self._pool, _ = self._rank(st.samples, st.components, st.constraints, self._excluded())
+                    self._pool, _ = self._rank(self.core.fit, self.state.constraints, self._excluded())
             return None
 
     def _hold(self, who: str, p: tuple[int, int], kind: str, reason: str | None = None) -> Question:
@@ -272,7 +275,7 @@ class TeamSession:
         highest link entropy, fitted to every answer, below the learner's ``stop_entropy``)."""
         if self.n_queries is not None and len(self.state.answers) >= self.n_queries:
             return True
-        stop = self.learner.stop_entropy
+        stop = self.settings.stop_entropy
         return (
             stop is not None
             and self.max_entropy is not None
@@ -312,7 +315,7 @@ class TeamSession:
                 self._release(who)
                 self._rebuild()
             else:
-                kept, _ = apply_answer(self.state, rec, self._rate(who, p, None))
+                kept, _ = self.core.answer(rec, self._rate(who, p, None))
                 try:
                     stored = self.store.append(*p, answer, kept=kept, annotator=who)
                 except BaseException:
@@ -380,35 +383,24 @@ class TeamSession:
     # --- the model ----------------------------------------------------------------------------------------------
     def _excluded(self) -> set[tuple[int, int]]:
         held = {p for p in self._holder if not self._free(p)}
-        return set(self._by_pair) | set(self.state.unknown) | held
+        return self.state.excluded() | set(self._by_pair) | held
 
-    def _rank(self, samples, components, constraints, exclude) -> tuple[list[tuple[int, int]], float | None]:
-        """The pool: the strategy's best pairs under ``samples`` (random pairs before the first fit), and the
-        highest link entropy among the unknown pairs when the strategy knows it."""
-        if samples is None:
+    def _rank(self, fit, constraints, exclude) -> tuple[list[tuple[int, int]], float | None]:
+        """The pool: the strategy's best pairs under ``fit``'s samples (random pairs before the first fit), and
+        the highest link entropy among the unknown pairs when the strategy knows it."""
+        if fit is None:
             return random_pairs(
                 self.seed + 1 + len(exclude), self.n, self.pool_size, constraints, exclude
             ), None
-        lrn = self.learner
-        view = Round(
-            samples,
-            constraints,
-            exclude,
-            key=self.seed + 2 + self.n_fits,
-            X=self.X,
-            components=components,
-            block=lrn.block_size,
-            need_entropy=lrn.stop_entropy is not None,
-            split=lrn.propagation == "classes",
+        need = self.settings.stop_entropy is not None
+        pairs, h = self.core.rank(
+            self.pool_size, exclude, self.seed + 2 + self.n_fits, need, fit, constraints
         )
-        # the batch method needs answers between picks: a team's pool is ranked by link entropy instead
-        pairs, h = pick(lrn.strategy if lrn.strategy != "batch" else "entropy", view, self.pool_size)
         return [(min(i, j), max(i, j)) for i, j in pairs], h
 
     def refit(self) -> bool:
         """One fit to the answers in effect now (warm from the last one) and a new pool. Returns False when the
         samples already saw every answer. The background thread calls this; tests may call it directly."""
-        lrn = self.learner
         with self.lock:
             if self.store.shared:
                 news = self.store.refresh()
@@ -417,19 +409,14 @@ class TeamSession:
             n_answers = len(self.state.answers)
             if n_answers == self.answered_at_fit:
                 return False
-            constraints, warm, exclude = self.state.constraints, self._final, self._excluded()
-            seed = self.seed + 7919 * self.n_fits
+            constraints, exclude = self.state.constraints, self._excluded()
+            warm = None if self.core.fit is None else self.core.fit.final
+            seed = self.core.next_seed()
         t0 = time.perf_counter()
-        samples, components, _, _ = draw(lrn, self.model, self.X, constraints, seed, warm)
-        final = getattr(self.model, "final_labels_", None)
-        labels = samples[least_squares_sample(samples)]
-        pool, h = self._rank(samples, components, constraints, exclude)  # the pairs answered since: see _open
+        fit = self.core.draw(constraints, seed, warm)
+        pool, h = self._rank(fit, constraints, exclude)  # the pairs answered since: see _open
         with self.lock:
-            st = self.state
-            st.samples, st.components = samples, components
-            self._final = None if final is None else np.asarray(final)
-            self.labels_ = np.asarray(labels)
-            self.n_fits += 1
+            self.core.install(fit)
             self.answered_at_fit = n_answers
             self._pool, self.max_entropy = pool, h
             self.fit_seconds = time.perf_counter() - t0

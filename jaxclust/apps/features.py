@@ -66,7 +66,7 @@ def _save(path: Path, X: np.ndarray) -> None:
 
 def _load(path: Path, n: int, fingerprint: str) -> np.ndarray | None:
     """The saved matrix if it is intact (right shape and fingerprint), else None."""
-    from jaxclust.active.learner import data_fingerprint
+    from jaxclust.active.store import data_fingerprint
 
     try:
         X = np.load(path, allow_pickle=False)
@@ -113,7 +113,7 @@ def session_features(items: Items, store, featurizer=None, computed: np.ndarray 
     StoreError
         The saved features are lost or damaged and computing them again gives other numbers.
     """
-    from jaxclust.active.learner import data_fingerprint
+    from jaxclust.active.store import data_fingerprint
 
     n = len(items)
     meta = store.check_meta({})  # fresh: another annotator may have started the store meanwhile
@@ -172,7 +172,7 @@ def session_features(items: Items, store, featurizer=None, computed: np.ndarray 
 
 
 def _saved_features(store, items: Items, model, fingerprint: str) -> np.ndarray:
-    from jaxclust.active.learner import data_fingerprint
+    from jaxclust.active.store import data_fingerprint
 
     path = features_path(store.path, fingerprint)
     X = _load(path, len(items), fingerprint)

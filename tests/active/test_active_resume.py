@@ -252,9 +252,12 @@ def test_the_batch_method_judges_confidence_on_a_fresh_fit_not_on_filtered_sampl
 
 def test_stop_entropy_and_status_are_validated():
     for bad in (-0.1, 0.7, "0.1", True):
-        with pytest.raises(InvalidInputError, match="stop_entropy: expected None or a number of nats"):
+        with pytest.raises(
+            InvalidInputError,
+            match=r"^ActiveLearner\(stop_entropy=.*\): expected None or a finite number >= 0.0 and <= 0.693",
+        ):
             _learner(GoldOracle(Y), stop_entropy=bad).run(X, 1)
-    with pytest.raises(InvalidInputError, match="status: expected a callable"):
+    with pytest.raises(InvalidInputError, match=r"^ActiveLearner\(status=.*\): expected None or a callable"):
         _learner(GoldOracle(Y), status="print").run(X, 1)
 
 

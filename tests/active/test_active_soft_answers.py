@@ -64,7 +64,10 @@ def test_conflicting_answers_are_evidence_not_dropped():
 
 
 def test_error_rate_is_validated_and_per_annotator_rates_need_every_annotator():
-    with pytest.raises(InvalidInputError, match=r"^error_rate: expected a probability in \[0, 0.5\]"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"^ActiveLearner\(error_rate=.*\): expected a finite number >= 0.0 and <= 0.5, or a dict of them per",
+    ):
         ActiveLearner(DPMM(**SMALL), GoldOracle(Y), error_rate=0.7, progress=False).run(X, 1)
     learner = ActiveLearner(
         DPMM(**SMALL), GoldOracle(Y), error_rate={"alice": 0.1}, annotator="bob", progress=False
