@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from jaxclust.active.replies import ANSWERS
 from jaxclust.errors import InvalidInputError, StoreError, StoreRecoveryWarning
 from jaxclust.files import append_durably, fsync_dir
 
@@ -39,7 +40,6 @@ __all__ = [
     "set_aside",
 ]
 
-ANSWERS = ("must", "cannot", "unknown")
 _SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 VERSION = 2
 FORMAT = {"store": "jaxclust answers", "version": VERSION}

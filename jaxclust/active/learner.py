@@ -66,7 +66,8 @@ from typing import Any
 import numpy as np
 
 from jaxclust.active.core import SessionSettings
-from jaxclust.active.oracles import SessionStopped, ask
+from jaxclust.active.oracles import SessionStopped, UndoLast, ask
+from jaxclust.active.replies import WORDS
 from jaxclust.active.selection import STRATEGIES
 from jaxclust.active.session import Outcome, Session, score_samples
 from jaxclust.active.state import describe_conflict
@@ -153,7 +154,9 @@ class ActiveLearner:
         ``final_labels_`` (n_chains, n); e.g. :class:`jaxclust.DPMM`. It is cloned, never modified.
         ``init_labels``/``n_burnin`` are passed only for warm starts.
     oracle : callable or object with ``answer(i, j)``
-        Returns ``"must"``, ``"cannot"`` or ``"unknown"``; may raise ``SessionStopped``.
+        Returns ``"must"``, ``"cannot"`` or ``"unknown"``; may raise ``SessionStopped`` (end the session) or
+        ``UndoLast`` (undo its annotator's last answer in the ``store`` and go on from before it; the oracle's
+        ``undone(record, message)``, when it has one, is told what was undone).
     strategy : {"explore", "batch", "entropy", "naive_batch", "random"}
         See :mod:`jaxclust.active.selection`. ``"explore"`` (default) first tests what the model is sure of
         (are two components it keeps apart one class? was a component joined to its class rightly? is a large
@@ -354,20 +357,49 @@ class ActiveLearner:
             samples.
         """
         check_oracle(self.oracle)
-        session = self.iter_questions(X, n_queries, eval_labels, constraints)
-        try:
-            pair = next(session)
-            while True:
-                try:
-                    reply = ask(self.oracle, *pair)
-                except SessionStopped as exc:
-                    pair = session.throw(exc)
-                else:
-                    pair = session.send(reply)
-        except StopIteration as end:
-            return end.value
-        finally:
-            session.close()
+        while True:
+            session = self.iter_questions(X, n_queries, eval_labels, constraints)
+            try:
+                pair = next(session)
+                while True:
+                    try:
+                        reply = ask(self.oracle, *pair)
+                    except SessionStopped as exc:
+                        pair = session.throw(exc)
+                    except UndoLast:
+                        if self.store is not None:
+                            break  # the session is closed, the answer undone, and the session resumed
+                        self._tell_undone(
+                            None, "Undo needs an answer store (ActiveLearner(store=...)): nothing undone."
+                        )
+                    else:
+                        pair = session.send(reply)
+            except StopIteration as end:
+                return end.value
+            finally:
+                session.close()
+            self._undo_last()
+
+    def _undo_last(self) -> None:
+        """Undo the annotator's latest answer in the store (the oracle raised ``UndoLast``) and tell the oracle."""
+        who = check_annotator(self.annotator) or default_annotator()
+        if isinstance(self.store, AnswerStore):
+            undone = self.store.undo(who)
+        else:
+            with AnswerStore(self.store) as store:
+                undone = store.undo(who)
+        if undone is None:
+            self._tell_undone(None, f"Nothing to undo: {who} has no answer in the store.")
+        else:
+            what = WORDS[undone["answer"]]
+            self._tell_undone(
+                undone, f"Undone: {undone['i']}-{undone['j']} ({what}); asking again from there."
+            )
+
+    def _tell_undone(self, record: dict | None, message: str) -> None:
+        tell = getattr(self.oracle, "undone", None)
+        if callable(tell):
+            tell(record, message)
 
     def iter_questions(self, X, n_queries: int, eval_labels=None, constraints: Constraints | None = None):
         """The session of :meth:`run` as a generator, for callers that receive answers rather than call an

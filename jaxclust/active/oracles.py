@@ -3,7 +3,10 @@
 An oracle is any callable ``oracle(i, j) -> str`` (or an object with such an ``answer`` method);
 :class:`~jaxclust.active.ActiveLearner` accepts both. ``"unknown"`` ("don't know") is recorded and that pair
 is never asked again. Raising :class:`SessionStopped` ends a session cleanly (the person typed ``q`` or closed
-stdin).
+stdin); raising :class:`UndoLast` undoes the person's last answer (they typed ``u``): the learner undoes it in its
+store, tells the oracle (``oracle.undone(record, message)`` when it has that method) and asks again from there.
+The replies a person types are those of :mod:`jaxclust.active.replies`, the same in the terminal, the notebook
+and the browser.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from jaxclust.active.replies import key_help, read_reply
 from jaxclust.constraints import ask, check_reply
 from jaxclust.validation import check_float, check_index, check_labels, seed_from
 
@@ -22,6 +26,7 @@ __all__ = [
     "NoisyOracle",
     "InteractiveOracle",
     "SessionStopped",
+    "UndoLast",
     "ask",
     "check_reply",
     "shorten",
@@ -31,6 +36,11 @@ __all__ = [
 
 class SessionStopped(Exception):  # noqa: N818 - a control-flow signal, not an error
     """Raised by an oracle to end the session; answers already given are kept."""
+
+
+class UndoLast(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """Raised by an oracle to undo its annotator's last answer in the store (an undo record; nothing is deleted);
+    the session goes on from where it was before that answer."""
 
 
 def item_label(names: Sequence[str] | None, i: int, max_chars: int | None = 300) -> str:
@@ -129,14 +139,10 @@ class InteractiveOracle:
 
     Notes
     -----
-    Replies: ``y``/``yes``/``m`` (must-link), ``n``/``no``/``c`` (cannot-link), ``d``/``?``/``skip`` (don't
-    know), ``q``/``quit`` (stop; raises :class:`SessionStopped`). Anything else asks again.
+    Replies (:mod:`jaxclust.active.replies`): ``y``/``yes``/``m``/``1`` (same cluster), ``n``/``no``/``c``/``2``
+    (different), ``d``/``?``/``3``/``skip`` (don't know), ``u``/``undo`` (undo the last answer; raises
+    :class:`UndoLast`), ``q``/``quit`` (stop; raises :class:`SessionStopped`). Anything else asks again.
     """
-
-    _MUST = {"y", "yes", "m", "must"}
-    _CANNOT = {"n", "no", "c", "cannot"}
-    _UNKNOWN = {"d", "?", "dk", "skip", "unknown", "don't know"}
-    _QUIT = {"q", "quit", "exit"}
 
     def __init__(
         self,
@@ -167,24 +173,25 @@ class InteractiveOracle:
         print(self._describe(i), file=out)
         print(self._describe(j), file=out)
         while True:
-            print(
-                "  [y]es (must-link) / [n]o (cannot-link) / [d]on't know / [q]uit > ",
-                end="",
-                file=out,
-                flush=True,
-            )
+            print(f"  {key_help(('undo', 'quit'))} > ", end="", file=out, flush=True)
             try:
-                reply = read("").strip().lower()
+                line = read("")
             except EOFError as exc:
                 raise SessionStopped("end of input") from exc
-            if reply in self._MUST:
-                return "must"
-            if reply in self._CANNOT:
-                return "cannot"
-            if reply in self._UNKNOWN:
-                return "unknown"
-            if reply in self._QUIT:
+            reply = read_reply(line)
+            if reply == "quit":
                 raise SessionStopped("quit")
-            print(f"  (did not understand {reply!r})", file=out)
+            if reply == "undo":
+                self.n_asked -= 1  # this question is asked again later, under its number
+                raise UndoLast
+            if reply is not None:
+                return reply
+            print(f"  (did not understand {line.strip()!r})", file=out)
+
+    def undone(self, record: dict | None, message: str) -> None:
+        """Told by the learner what an undo did: ``record`` the undone answer (None: nothing was undone)."""
+        if record is not None:
+            self.n_asked -= 1  # its question is asked again, under its number
+        print(f"  {message}", file=self.output if self.output is not None else sys.stdout)
 
     __call__ = answer

@@ -39,6 +39,7 @@ import numpy as np
 
 from jaxclust.active.agreement import UNNAMED, error_rates
 from jaxclust.active.core import SessionCore
+from jaxclust.active.replies import ANSWERS
 from jaxclust.active.selection import random_pairs
 from jaxclust.active.state import SessionState
 from jaxclust.active.store import AnswerStore, check_annotator, data_fingerprint
@@ -47,9 +48,6 @@ from jaxclust.metrics.partition import v_beta
 from jaxclust.validation import check_array, check_float, check_index, check_int
 
 __all__ = ["TeamSession", "Question", "ANSWERS", "HOLD_SECONDS"]
-
-#: The answers :meth:`TeamSession.answer` takes.
-ANSWERS = ("must", "cannot", "unknown")
 
 
 #: How long a question handed to an annotator is theirs alone (seconds); after that it may go to another.

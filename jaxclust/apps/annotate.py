@@ -43,14 +43,18 @@ from typing import Any, TextIO
 import numpy as np
 
 from jaxclust.active.store import (
-    AnswerStore,
     check_annotator,
     check_shared_path,
     check_store_path,
     default_annotator,
 )
-from jaxclust.apps.features import compute_features, session_features
 from jaxclust.apps.items import check_columns_apply, check_data_file, read_items, read_items_csv
+from jaxclust.apps.opening import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_STOP_ENTROPY,
+    DEFAULT_STRATEGY,
+    open_session,
+)
 from jaxclust.errors import InvalidInputError, JaxclustWarning, StoreError
 from jaxclust.files import atomic_write
 
@@ -59,71 +63,13 @@ __all__ = [
     "run_annotate",
     "labels_csv",
     "check_annotate_options",
-    "make_learner",
-    "default_model",
-    "DEFAULT_STRATEGY",
-    "DEFAULT_BATCH_SIZE",
-    "DEFAULT_STOP_ENTROPY",
 ]
 
-DEFAULT_STRATEGY = "explore"
-DEFAULT_BATCH_SIZE = 1
-#: Confidence stop (nats): the session ends when every unknown pair has a link entropy below this, i.e. a
-#: co-clustering probability below about 0.05 or above about 0.95 (H(0.05) = 0.199 nats). With 40 samples
-#: (the default 4 chains x 10) a pair on which at most 2 samples disagree counts as settled.
-DEFAULT_STOP_ENTROPY = 0.2
 _MAX_CONFLICTS_SHOWN = 10
 
 
 def _plural(n: int, word: str, plural: str | None = None) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {plural or word + 's'}"
-
-
-def default_model(random_state: int = 0, n_chains: int = 4, n_burnin: int = 50, n_samples: int = 10):
-    """The model of an annotate session: ``DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3)``."""
-    from jaxclust.dpmm import DPMM
-
-    return DPMM(n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples, thin=3, random_state=random_state)
-
-
-def make_learner(
-    model: Any,
-    oracle: Any,
-    store: Any,
-    strategy: str = DEFAULT_STRATEGY,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    random_state: int = 0,
-    stop_entropy: float | None = DEFAULT_STOP_ENTROPY,
-    annotator: str | None = None,
-    progress: bool = False,
-    status: Callable[[str], Any] | None = None,
-    propagation: str = "classes",
-):
-    """The :class:`~jaxclust.active.ActiveLearner` of an annotate session. The command line and the notebook
-    annotator both build theirs here, so that a session started in one resumes exactly in the other."""
-    from jaxclust.active import ActiveLearner
-
-    return ActiveLearner(
-        model,
-        oracle,
-        strategy=strategy,
-        batch_size=batch_size,
-        random_state=random_state,
-        store=store,
-        min_samples=4,
-        progress=progress,
-        stop_entropy=stop_entropy or None,
-        status=status,
-        annotator=annotator,
-        propagation=propagation,
-    )
-
-
-def _has_content(path: Path) -> bool:
-    try:
-        return path.stat().st_size > 0
-    except OSError:
-        return False
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -298,8 +244,6 @@ def run_annotate(
     )
     out = output if output is not None else sys.stdout
     items = read_items(data, text_column, name_column, context_column, spelled, tuple(ignore_columns or ()))
-    if model is None:
-        model = default_model(random_state, **(sampler_options or {}))
 
     from jaxclust.active import InteractiveOracle
 
@@ -308,19 +252,26 @@ def run_annotate(
 
     flag = (spelled or {}).get
     who = annotator if annotator is not None else default_annotator()
-    computed = None
-    if items.kind == "texts" and featurizer is None:
-        from jaxclust.text import TextFeaturizer
-
-        featurizer = TextFeaturizer()
-    if not _has_content(Path(store)):  # a new store: bad items must create nothing
-        if items.kind == "texts":
-            say(f"Turning {_plural(len(items), 'text')} into features (TF-IDF, SVD)...")
-        computed = compute_features(items, featurizer)
-    answers = AnswerStore(store, shared=shared)
+    oracle = InteractiveOracle(items.names, items.shown, input_fn=input_fn, output=out)
+    opened = open_session(
+        items,
+        store,
+        shared=shared,
+        model=model,
+        random_state=random_state,
+        sampler_options=sampler_options,
+        featurizer=featurizer,
+        say=say,
+        oracle=oracle,
+        strategy=strategy,
+        batch_size=batch_size,
+        stop_entropy=stop_entropy,
+        annotator=who,
+        progress=progress,
+        status=say,
+    )
+    X, answers, learner, resumed = opened.X, opened.store, opened.learner, opened.resumed
     try:
-        X = session_features(items, answers, featurizer, computed)
-        resumed = len(answers)
         if items.kind == "texts":
             what = f"{_plural(len(items), 'text')}, {_plural(X.shape[1], 'feature')} (TF-IDF -> SVD)"
         else:
@@ -333,20 +284,7 @@ def run_annotate(
             say(
                 f"Shared store: you answer as {who}; the other annotators' answers are taken in as they come."
             )
-        oracle = InteractiveOracle(items.names, items.shown, input_fn=input_fn, output=out)
         oracle.n_asked = resumed  # questions are numbered across sessions
-        learner = make_learner(
-            model,
-            oracle,
-            answers,
-            strategy=strategy,
-            batch_size=batch_size,
-            random_state=random_state,
-            stop_entropy=stop_entropy,
-            annotator=who,
-            progress=progress,
-            status=say,
-        )
         with warnings.catch_warnings():
             # the DPMM names constant columns at every fit; once is enough
             warnings.filterwarnings("once", message=r"X: columns .* constant", category=JaxclustWarning)

@@ -36,37 +36,15 @@ from typing import Any
 import numpy as np
 
 from jaxclust.active.oracles import item_label, shorten
-from jaxclust.active.store import AnswerStore, check_annotator, default_annotator
+from jaxclust.active.replies import REPLIES
+from jaxclust.active.store import check_annotator, default_annotator
 from jaxclust.apps import items as items_mod
-from jaxclust.apps.annotate import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_STOP_ENTROPY,
-    DEFAULT_STRATEGY,
-    default_model,
-    make_learner,
-)
 from jaxclust.apps.cache import use_compilation_cache
-from jaxclust.apps.features import compute_features, projection_2d, session_features
+from jaxclust.apps.features import projection_2d
+from jaxclust.apps.opening import DEFAULT_BATCH_SIZE, DEFAULT_STOP_ENTROPY, DEFAULT_STRATEGY, open_session
 from jaxclust.errors import InvalidInputError, MissingDependencyError
 
 __all__ = ["NotebookAnnotator", "REPLIES"]
-
-#: The replies :meth:`NotebookAnnotator.answer` takes, and what each one means.
-REPLIES = {
-    "must": "must",
-    "same": "must",
-    "yes": "must",
-    "y": "must",
-    "cannot": "cannot",
-    "different": "cannot",
-    "no": "cannot",
-    "n": "cannot",
-    "unknown": "unknown",
-    "dont_know": "unknown",
-    "don't know": "unknown",
-    "d": "unknown",
-    "?": "unknown",
-}
 
 
 def _widgets():
@@ -180,30 +158,26 @@ class NotebookAnnotator:
         self.message = ""
         self._curve: dict[int, float] = {}
         self.finished = False
-        self._own_store = not isinstance(store, AnswerStore)
-        computed = None
-        if self.items.kind == "texts" and featurizer is None:
-            from jaxclust.text import TextFeaturizer
-
-            featurizer = TextFeaturizer()
-        if self._own_store and not (Path(store).is_file() and Path(store).stat().st_size > 0):
-            computed = compute_features(self.items, featurizer)  # bad items: a named error, no store created
-        self.store = AnswerStore(store, shared=shared) if self._own_store else store
+        opened = open_session(
+            self.items,
+            store,
+            shared=shared,
+            model=model,
+            random_state=random_state,
+            featurizer=featurizer,
+            strategy=DEFAULT_STRATEGY if strategy is None else strategy,
+            batch_size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
+            stop_entropy=DEFAULT_STOP_ENTROPY if stop_entropy is None else stop_entropy,
+            annotator=self.annotator,
+            status=self._status,
+        )
+        self.X, self.store, self.learner, self._own_store = (
+            opened.X,
+            opened.store,
+            opened.learner,
+            opened.own_store,
+        )
         try:
-            self.X = session_features(self.items, self.store, featurizer, computed)
-            if model is None:
-                model = default_model(random_state)
-            self.learner = make_learner(
-                model,
-                None,
-                self.store,
-                strategy=DEFAULT_STRATEGY if strategy is None else strategy,
-                batch_size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
-                random_state=random_state,
-                stop_entropy=DEFAULT_STOP_ENTROPY if stop_entropy is None else stop_entropy,
-                annotator=self.annotator,
-                status=self._status,
-            )
             self._projection = projection_2d(self.X)
             self._build()
             self._start()

@@ -4,8 +4,9 @@ A Starlette application with server-rendered pages (no JavaScript framework; one
 shortcuts):
 
 * ``/``: sign in by name, then the question: both items (name, text, context; an image where an item names an
-  image file), the reason the pair is asked and the model's confidence, the buttons *same cluster* (``m`` or
-  ``1``), *different* (``c`` or ``2``), *don't know* (``n`` or ``3``) and *undo* (``u``), and the progress.
+  image file), the reason the pair is asked and the model's confidence, the buttons *same cluster* (``y``, ``m`` or
+  ``1``), *different* (``n``, ``c`` or ``2``), *don't know* (``d``, ``?`` or ``3``) and *undo* (``u``): the keys
+  of :mod:`jaxclust.active.replies`, as in the terminal and the notebook; and the progress.
 * ``/clusters``: the current clusters (sizes, a few members each) and a figure of them.
 * ``/agreement``: answers per annotator, agreement per two annotators (Cohen's kappa) and overall
   (Krippendorff's alpha) on the doubly answered pairs, the error rate each annotator's disputed answers get,
@@ -41,18 +42,13 @@ import numpy as np
 from jaxclust.active.agreement import error_rates, store_agreement
 from jaxclust.active.answer_log import is_sqlite_path
 from jaxclust.active.oracles import item_label, shorten
+from jaxclust.active.replies import ANSWERS, KEYS, WORDS
 from jaxclust.active.store import AnswerStore, check_annotator
-from jaxclust.active.team import ANSWERS, Question, TeamSession
-from jaxclust.apps.annotate import (
-    DEFAULT_STOP_ENTROPY,
-    DEFAULT_STRATEGY,
-    check_annotate_options,
-    default_model,
-    labels_csv,
-    make_learner,
-)
-from jaxclust.apps.features import compute_features, projection_2d, session_features
+from jaxclust.active.team import Question, TeamSession
+from jaxclust.apps.annotate import check_annotate_options, labels_csv
+from jaxclust.apps.features import projection_2d
 from jaxclust.apps.items import Items, read_items
+from jaxclust.apps.opening import DEFAULT_STOP_ENTROPY, DEFAULT_STRATEGY, open_session
 from jaxclust.apps.serve_access import Guard, allowed_hosts, check_token, is_loopback, new_token
 from jaxclust.apps.serve_items import ItemView
 from jaxclust.errors import (
@@ -86,7 +82,6 @@ log = logging.getLogger("jaxclust.serve")
 
 #: Largest request body accepted (bytes): an answer is a few dozen.
 MAX_BODY = 16 * 1024
-REPLY_WORDS = {"must": "same cluster", "cannot": "different clusters", "unknown": "don't know"}
 COOKIE_NAME = "jaxclust_annotator"
 
 
@@ -106,9 +101,12 @@ border-radius:3px;padding:0 .3em;font-size:.85em}.msg{background:#eef4ff;border-
 td,th{border:1px solid #ccd;padding:.25em .6em;text-align:left;vertical-align:top}.progress{color:#445}
 """
 
+#: The page's keyboard shortcuts: the keys of :mod:`jaxclust.active.replies`.
+SHORTCUTS = {k: a for a in (*ANSWERS, "undo") for k in KEYS[a]}
+
 SCRIPT = """
 (function () {
-  var keys = {m: "must", "1": "must", c: "cannot", "2": "cannot", n: "unknown", "3": "unknown", u: "undo"};
+  var keys = SHORTCUTS;
   var sent = false;
   document.addEventListener("keydown", function (e) {
     if (sent || e.ctrlKey || e.metaKey || e.altKey || /^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName)) return;
@@ -119,7 +117,7 @@ SCRIPT = """
     b.click();
   });
 })();
-"""
+""".replace("SHORTCUTS", json.dumps(SHORTCUTS))
 
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; img-src 'self'; style-src 'self'; script-src 'self'; "
@@ -234,7 +232,7 @@ class App:
         )
         undo = (
             f"<form method=post action=/undo>{pair}<button class=undo data-key=undo>Undo my last answer "
-            "<kbd>u</kbd></button></form>"
+            f"<kbd>{KEYS['undo'][0]}</kbd></button></form>"
         )
         if q is None:
             done = self.team.done
@@ -261,9 +259,9 @@ class App:
         buttons = "".join(
             f"<button class={a} name=answer value={a} data-key={a}>{label} <kbd>{key}</kbd></button>"
             for a, label, key in (
-                ("must", "Same cluster", "m"),
-                ("cannot", "Different", "c"),
-                ("unknown", "Don't know", "n"),
+                ("must", "Same cluster", KEYS["must"][0]),
+                ("cannot", "Different", KEYS["cannot"][0]),
+                ("unknown", "Don't know", KEYS["unknown"][0]),
             )
         )
         return (
@@ -339,7 +337,7 @@ class App:
         else:
             self.messages[who] = (
                 "msg",
-                f"Undone: {undone['i']}-{undone['j']} ({REPLY_WORDS[undone['answer']]}); the undo is kept in the "
+                f"Undone: {undone['i']}-{undone['j']} ({WORDS[undone['answer']]}); the undo is kept in the "
                 "store's history. Here is the pair again.",
             )
         return RedirectResponse("/", status_code=303)
@@ -444,7 +442,7 @@ class App:
         review = "".join(
             f"<tr><td>{html.escape(item_label(names, d['i'], 80))}</td><td>{html.escape(item_label(names, d['j'], 80))}"
             "</td><td>"
-            + ", ".join(f"{html.escape(w)}: {REPLY_WORDS[x]}" for w, x in sorted(d["answers"].items()))
+            + ", ".join(f"{html.escape(w)}: {WORDS[x]}" for w, x in sorted(d["answers"].items()))
             + "</td></tr>"
             for d in a["disagreements"]
         )
@@ -693,24 +691,21 @@ def open_team(
             f"{flag('double', 'double')}: expected a share of the pairs in [0, 1], got {double!r}"
         )
     items = read_items(data, text_column, name_column, context_column, spelled, tuple(ignore_columns or ()))
-    featurizer = None
-    if items.kind == "texts":
-        from jaxclust.text import TextFeaturizer
-
-        featurizer = TextFeaturizer()
-    path = Path(store)
-    computed = None
-    if not (path.is_file() and path.stat().st_size > 0):  # a new store: bad items must create nothing
-        computed = compute_features(items, featurizer)
-    answers = AnswerStore(path, shared=is_sqlite_path(path))
+    opened = open_session(
+        items,
+        store,
+        shared=is_sqlite_path(Path(store)),
+        model=model,
+        random_state=random_state,
+        sampler_options=sampler_options,
+        strategy=strategy,
+        stop_entropy=stop_entropy,
+    )
+    answers = opened.store
     try:
-        X = session_features(items, answers, featurizer, computed)
-        if model is None:
-            model = default_model(random_state, **(sampler_options or {}))
-        learner = make_learner(
-            model, None, answers, strategy=strategy, random_state=random_state, stop_entropy=stop_entropy
+        team = TeamSession(
+            opened.learner, opened.X, answers, n_queries=n_queries, double=double, random_state=random_state
         )
-        team = TeamSession(learner, X, answers, n_queries=n_queries, double=double, random_state=random_state)
     except BaseException:
         answers.close()
         raise

@@ -171,3 +171,19 @@ def test_store_path_and_meta_are_checked_by_name(tmp_path):
     with pytest.raises(InvalidInputError, match=r"^meta\['n'\]: expected a JSON value"):
         AnswerStore(tmp_path / "b.jsonl", meta={"n": object()})
     assert not (tmp_path / "b.jsonl").exists()
+
+
+def test_one_reply_vocabulary_for_the_terminal_the_notebook_and_the_browser():
+    from jaxclust.active.replies import ANSWERS, COMMANDS, KEYS, REPLIES, read_reply
+
+    for meaning, keys in KEYS.items():
+        for key in keys:
+            assert read_reply(f" {key.upper()} ") == meaning
+    assert {a for a in REPLIES.values()} == set(ANSWERS) and set(COMMANDS.values()) == {"undo", "quit"}
+    assert not set(REPLIES) & set(COMMANDS)
+    # the terminal: each key means what it means everywhere
+    for meaning, keys in KEYS.items():
+        if meaning in ANSWERS:
+            for key in keys:
+                oracle = InteractiveOracle(input_fn=lambda _, k=key: k, output=io.StringIO())
+                assert oracle.answer(0, 1) == meaning

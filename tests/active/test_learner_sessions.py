@@ -148,3 +148,70 @@ def test_the_same_person_answering_a_pair_twice_differently_is_a_named_conflict(
         "answer 2 (3-4: different clusters, by carl) contradicts answer 1 (3-4: same cluster, by carl); "
         "it is recorded but not used as a constraint"
     ]
+
+
+class _Typist:
+    """A person at the terminal who answers from the gold labels, answers question ``wrong_at`` wrong, and at the
+    next question types ``u`` (undo) before answering it."""
+
+    def __init__(self, wrong_at: int | None):
+        self.wrong_at, self.asked, self.pair = wrong_at, [], None
+        self.pending_undo = False
+
+    def read(self, _prompt: str) -> str:
+        i, j = self.pair
+        k = len(self.asked)
+        if self.pending_undo:
+            self.pending_undo = False
+            return "u"
+        right = "y" if Y[i] == Y[j] else "n"
+        if k == self.wrong_at:
+            self.pending_undo = True
+            return "n" if right == "y" else "y"
+        return right
+
+
+def _typed_session(tmp_path, wrong_at, out):
+    from jaxclust.active import InteractiveOracle
+
+    typist = _Typist(wrong_at)
+
+    class Recording(InteractiveOracle):
+        def answer(self, i, j):
+            typist.pair = (i, j)
+            typist.asked.append((self.n_asked + 1, min(i, j), max(i, j)))
+            return super().answer(i, j)
+
+    oracle = Recording(input_fn=typist.read, output=out)
+    _learner(tmp_path / f"s{wrong_at}.jsonl", oracle, annotator="ann").run(X, N_Q)
+    return typist.asked, _stored(tmp_path / f"s{wrong_at}.jsonl")
+
+
+def test_undo_at_the_terminal_goes_on_as_a_session_that_never_got_the_undone_answer(tmp_path):
+    import io
+
+    out = io.StringIO()
+    clean, clean_stored = _typed_session(tmp_path, None, io.StringIO())
+    asked, stored = _typed_session(tmp_path, 4, out)
+    # questions 1-4 as the clean session, 4 answered wrong, then 'u' at question 5: question 4 is asked again
+    # under its number, and from there every question is the clean session's, numbered the same
+    assert asked[:4] == clean[:4] and asked[4][0] == 5
+    assert asked[5:] == clean[3:]
+    assert stored == clean_stored  # the undone answer is not in effect
+    text = out.getvalue()
+    assert "[u] undo" in text and f"Undone: {clean[3][1]}-{clean[3][2]} (" in text
+
+
+def test_undo_without_a_store_asks_the_same_question_again(tmp_path):
+    import io
+
+    from jaxclust.active import InteractiveOracle
+
+    replies = iter(["u", "y", "q"])
+    out = io.StringIO()
+    learner = ActiveLearner(
+        StandInSampler(), InteractiveOracle(input_fn=lambda _: next(replies), output=out), progress=False
+    )
+    learner.run(X, 3)
+    assert "Undo needs an answer store" in out.getvalue() and len(learner.answers_) == 1
+    assert out.getvalue().count("Question 1:") == 2 and "Question 2:" in out.getvalue()

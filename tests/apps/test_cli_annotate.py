@@ -146,7 +146,7 @@ def test_python_callers_see_parameter_names(workdir):
 
 # --- what a session says -----------------------------------------------------------------------------------
 
-ITEM = re.compile(r"^  (?!\[y\]es)(\S.*)$")  # an item's line: its name (the reply prompt excepted)
+ITEM = re.compile(r"^  (?!\[y\] same)(\S.*)$")  # an item's line: its name (the reply prompt excepted)
 
 
 def _session(data, store, replies=None, **kw):
@@ -315,3 +315,13 @@ def test_ctrl_c_says_the_answers_are_saved_without_a_traceback(workdir):
         == "interrupted: every answer given so far is saved in s.jsonl; run the same command again to continue\n"
     )
     assert len(AnswerStore(workdir / "s.jsonl").records) == 2
+
+
+def test_u_undoes_the_last_answer_at_the_terminal_and_asks_it_again(workdir):
+    summary, text = _session("items.csv", "s.jsonl", replies=["y", "u", "n", "n"], n_queries=2)
+    assert "[u] undo" in text and "Undone: " in text and "(same cluster); asking again from there." in text
+    assert text.count("Question 1:") == 2 and "Question 2:" in text
+    with AnswerStore("s.jsonl") as s:
+        in_effect = [r["answer"] for r in s.records]
+        assert in_effect == ["cannot", "cannot"]  # the undone "y" is not in effect; the undo record is kept
+    assert summary["n_new"] == 3 and summary["n_answers"] == 2  # three asked in this run, two in effect

@@ -251,3 +251,22 @@ def test_serve_command_checks_its_options_before_starting(tmp_path):
         r = runner.invoke(app, ["serve", str(data), "--store", str(tmp_path / "a.sqlite"), *args])
         assert r.exit_code == 2 and message in r.output, r.output
     assert not (tmp_path / "a.sqlite").exists()
+
+
+def test_the_pages_keys_are_the_terminals(served):
+    import json as _json
+    import re as _re
+
+    from jaxclust.active.replies import KEYS, read_reply
+
+    team, items, _, _ = served
+    c = signed_in(team, items)
+    script = c.get("/static/keys.js").text
+    shortcuts = _json.loads(_re.search(r"var keys = (\{.*?\});", script).group(1))
+    want = {k: meaning for meaning in ("must", "cannot", "unknown", "undo") for k in KEYS[meaning]}
+    assert shortcuts == want and all(read_reply(k) == m for k, m in shortcuts.items())
+    assert shortcuts["n"] == "cannot" and shortcuts["d"] == "unknown"  # as typed at the terminal
+    team._hold("alice", (2, 3), "new")
+    page = c.get("/").text
+    for meaning in ("must", "cannot", "unknown"):  # each button shows the first key of its meaning
+        assert f"data-key={meaning}>" in page and f"<kbd>{KEYS[meaning][0]}</kbd>" in page

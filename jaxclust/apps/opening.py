@@ -1,0 +1,141 @@
+"""Opening an annotation session: items, features, store, model and learner, one way for every app.
+
+``jaxclust annotate`` (the terminal), the notebook annotator and ``jaxclust serve`` (the team server) all open
+their sessions with :func:`open_session`, so a session started in one resumes exactly in another: the same
+features (saved beside the store), the same model and the same learner settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from jaxclust.active.store import AnswerStore
+from jaxclust.apps.features import compute_features, session_features
+from jaxclust.apps.items import Items
+
+__all__ = [
+    "Opened",
+    "open_session",
+    "default_model",
+    "make_learner",
+    "DEFAULT_STRATEGY",
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_STOP_ENTROPY",
+]
+
+DEFAULT_STRATEGY = "explore"
+DEFAULT_BATCH_SIZE = 1
+#: Confidence stop (nats): the session ends when every unknown pair has a link entropy below this, i.e. a
+#: co-clustering probability below about 0.05 or above about 0.95 (H(0.05) = 0.199 nats). With 40 samples
+#: (the default 4 chains x 10) a pair on which at most 2 samples disagree counts as settled.
+DEFAULT_STOP_ENTROPY = 0.2
+
+
+def default_model(random_state: int = 0, n_chains: int = 4, n_burnin: int = 50, n_samples: int = 10):
+    """The model of an annotation session: ``DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3)``."""
+    from jaxclust.dpmm import DPMM
+
+    return DPMM(n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples, thin=3, random_state=random_state)
+
+
+def make_learner(
+    model: Any,
+    oracle: Any,
+    store: Any,
+    strategy: str = DEFAULT_STRATEGY,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    random_state: int = 0,
+    stop_entropy: float | None = DEFAULT_STOP_ENTROPY,
+    annotator: str | None = None,
+    progress: bool = False,
+    status: Callable[[str], Any] | None = None,
+    propagation: str = "classes",
+):
+    """The :class:`~jaxclust.active.ActiveLearner` of an annotation session (``min_samples=4``; a
+    ``stop_entropy`` of 0 or None never stops early)."""
+    from jaxclust.active import ActiveLearner
+
+    return ActiveLearner(
+        model,
+        oracle,
+        strategy=strategy,
+        batch_size=batch_size,
+        random_state=random_state,
+        store=store,
+        min_samples=4,
+        progress=progress,
+        stop_entropy=stop_entropy or None,
+        status=status,
+        annotator=annotator,
+        propagation=propagation,
+    )
+
+
+class Opened(NamedTuple):
+    """An open session: ``X`` (n, D) the items' features, ``store`` the open answer store, ``learner`` its
+    learner, ``resumed`` the answers already in the store when it was opened, ``own_store`` whether
+    :func:`open_session` opened the store (and the caller closes it)."""
+
+    X: np.ndarray
+    store: AnswerStore
+    learner: Any
+    resumed: int
+    own_store: bool
+
+
+def _has_content(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def open_session(
+    items: Items,
+    store: str | Path | AnswerStore,
+    *,
+    shared: bool = False,
+    model: Any = None,
+    random_state: int = 0,
+    sampler_options: dict[str, int] | None = None,
+    featurizer: Any = None,
+    say: Callable[[str], Any] | None = None,
+    **learner_options: Any,
+) -> Opened:
+    """Features, store, model and learner for ``items``.
+
+    ``store``: a path (opened here, ``shared`` or not) or an open :class:`~jaxclust.active.store.AnswerStore`.
+    Texts get a :class:`~jaxclust.text.TextFeaturizer` unless ``featurizer`` is given. On a new store the
+    features are computed before the store is created, so bad items create nothing; on an existing one they are
+    the features saved beside it (an answer is about the items as they were when it was given). ``model``
+    defaults to :func:`default_model` (``random_state``, ``sampler_options``); ``learner_options`` go to
+    :func:`make_learner` (``oracle``, ``strategy``, ``batch_size``, ``stop_entropy``, ``annotator``, ...).
+    ``say`` is told when texts are turned into features (seconds on a large corpus).
+    """
+    if items.kind == "texts" and featurizer is None:
+        from jaxclust.text import TextFeaturizer
+
+        featurizer = TextFeaturizer()
+    own_store = not isinstance(store, AnswerStore)
+    computed = None
+    if own_store and not _has_content(Path(store)):  # a new store: bad items must create nothing
+        if items.kind == "texts" and say is not None:
+            n = len(items)
+            say(f"Turning {n} text{'s' if n != 1 else ''} into features (TF-IDF, SVD)...")
+        computed = compute_features(items, featurizer)
+    answers = AnswerStore(store, shared=shared) if own_store else store
+    try:
+        X = session_features(items, answers, featurizer, computed)
+        if model is None:
+            model = default_model(random_state, **(sampler_options or {}))
+        oracle = learner_options.pop("oracle", None)
+        learner = make_learner(model, oracle, answers, random_state=random_state, **learner_options)
+        return Opened(X, answers, learner, len(answers), own_store)
+    except BaseException:
+        if own_store:
+            answers.close()
+        raise
