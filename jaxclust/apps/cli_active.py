@@ -51,7 +51,7 @@ def demo(
     ),
     seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
     n_queries: int = typer.Option(None, "--n-queries", help="Override the number of questions (>= 1)."),
-    compilation_cache: bool = COMPILATION_CACHE_OPTION,
+    no_compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
     """Active vs random constraint selection for the constrained DPMM on the wine data (no data needed)."""
 
@@ -63,7 +63,7 @@ def demo(
         fail(str(exc))
 
     with one_line_warnings():
-        use_compilation_cache(compilation_cache)
+        use_compilation_cache(not no_compilation_cache)
     try:
         run_demo(
             quick=quick, out_dir=out, random_state=seed, n_queries=n_queries, progress=True, echo=typer.echo
@@ -133,9 +133,10 @@ def annotate(
     n_samples: int = typer.Option(10, "--n-samples", help="Samples per chain."),
     n_chains: int = typer.Option(4, "--n-chains", help="Sampler chains."),
     seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
-    compilation_cache: bool = COMPILATION_CACHE_OPTION,
+    no_compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
-    """Interactive, resumable active clustering of your own texts or data: answer y / n / d (don't know) / q."""
+    """Interactive, resumable active clustering of your own texts or data: answer y / n / d (don't know) /
+    u (undo) / q."""
 
     _count(n_burnin, "--n-burnin", 0)
     _count(n_samples, "--n-samples", 1)
@@ -143,7 +144,7 @@ def annotate(
     _count(seed, "--seed", 0)
     try:
         with one_line_warnings():
-            use_compilation_cache(compilation_cache)
+            use_compilation_cache(not no_compilation_cache)
             run_annotate(
                 data,
                 store,

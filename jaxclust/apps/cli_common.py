@@ -25,11 +25,13 @@ except ImportError:  # pragma: no cover - older typer on click
 
 __all__ = ["COMPILATION_CACHE_OPTION", "Command", "Group", "OneLineErrors", "fail", "one_line_warnings"]
 
-#: ``--compilation-cache/--no-compilation-cache``, the same on every command that fits (see jaxclust.apps.cache)
+#: ``--no-compilation-cache``, the same on every command that fits (see jaxclust.apps.cache). One flag, not a
+#: ``--x/--no-x`` pair: a pair's two names widen the option column of every command's help.
 COMPILATION_CACHE_OPTION = typer.Option(
-    True,
-    "--compilation-cache/--no-compilation-cache",
-    help="Keep compiled programs in ~/.cache/jaxclust/xla (or $JAXCLUST_CACHE_DIR) so the next run starts faster.",
+    False,
+    "--no-compilation-cache",
+    help="Do not keep compiled programs in ~/.cache/jaxclust/xla (or $JAXCLUST_CACHE_DIR); kept by default, so "
+    "the next run starts faster.",
 )
 
 _NO_ARGS = getattr(_cx, "NoArgsIsHelpError", ())

@@ -65,7 +65,7 @@ def serve(
     n_samples: int = typer.Option(10, "--n-samples", help="Samples per chain."),
     n_chains: int = typer.Option(4, "--n-chains", help="Sampler chains."),
     seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
-    compilation_cache: bool = COMPILATION_CACHE_OPTION,
+    no_compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
     """A web page where a team answers the model's questions together (needs jaxclust\\[serve])."""
     for value, flag, low in (
@@ -85,7 +85,7 @@ def serve(
         fail(str(exc))
     try:
         with one_line_warnings():
-            use_compilation_cache(compilation_cache)
+            use_compilation_cache(not no_compilation_cache)
             run_serve(
                 data,
                 store,

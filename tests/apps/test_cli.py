@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -251,3 +252,19 @@ def test_help_reads_as_a_command_line_tool(args, usage):
         assert (
             "--n-queries" in lines and "<int>" in lines["--n-queries"]
         )  # an option that takes a value says what
+
+
+@pytest.mark.parametrize("command", ["annotate", "serve", "demo"])
+def test_help_at_80_columns_leaves_room_for_the_descriptions(command):
+    from jaxclust.apps.cli import app
+
+    result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if line.lstrip("│ *").startswith("--")]
+    assert len(rows) > 5
+    for row in rows:  # every option's description starts by column 44, so it keeps at least 34 of the 80
+        name = row.lstrip("│ *").split()[0]
+        assert name.startswith("--") and not name.endswith("…"), row
+        described = [m.start() for m in re.finditer(r"\S", row[: len(row.rstrip("│ "))])]
+        gaps = [b for a, b in zip(described, described[1:], strict=False) if b - a > 2]
+        assert gaps and gaps[-1] <= 44, row

@@ -48,7 +48,7 @@ def run(
     fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first failing run."),
     summary: bool = typer.Option(True, "--summary/--no-summary", help="Summarise the folder at the end."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar over runs."),
-    compilation_cache: bool = COMPILATION_CACHE_OPTION,
+    no_compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
     """Run every run of CONFIG that --out does not hold yet (each saved as it finishes), then summarise."""
 
@@ -60,7 +60,7 @@ def run(
         fail("--ray-num-cpus: only with --ray (a local Ray; a cluster has its own CPUs)")
     try:
         with one_line_warnings():
-            use_compilation_cache(compilation_cache)
+            use_compilation_cache(not no_compilation_cache)
             report = run_grid(
                 config,
                 out,
