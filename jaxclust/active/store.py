@@ -59,6 +59,7 @@ uninterrupted session would be: they hold the seed, position and final chain sta
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import uuid
@@ -105,9 +106,7 @@ __all__ = [
 def data_fingerprint(X) -> str:
     """Short SHA-256 of the float64 feature matrix (n, D), stored with the answers (meta ``fingerprint``) so that
     answers about other data are refused."""
-    import hashlib
-
-    import numpy as np
+    import numpy as np  # deferred: reading a store needs no NumPy
 
     X = np.ascontiguousarray(X, dtype=np.float64)
     return hashlib.sha256(repr(X.shape).encode() + X.tobytes()).hexdigest()[:16]

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from jaxclust import errors
+from jaxclust.active.store import data_fingerprint
 from jaxclust.apps.items import Items
 from jaxclust.errors import InvalidInputError, StoreError, StoreMismatchError
 from jaxclust.files import atomic_write
@@ -66,8 +67,6 @@ def _save(path: Path, X: np.ndarray) -> None:
 
 def _load(path: Path, n: int, fingerprint: str) -> np.ndarray | None:
     """The saved matrix if it is intact (right shape and fingerprint), else None."""
-    from jaxclust.active.store import data_fingerprint
-
     try:
         X = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError):
@@ -113,8 +112,6 @@ def session_features(items: Items, store, featurizer=None, computed: np.ndarray 
     StoreError
         The saved features are lost or damaged and computing them again gives other numbers.
     """
-    from jaxclust.active.store import data_fingerprint
-
     n = len(items)
     meta = store.check_meta({})  # fresh: another annotator may have started the store meanwhile
     where = items.label
@@ -172,8 +169,6 @@ def session_features(items: Items, store, featurizer=None, computed: np.ndarray 
 
 
 def _saved_features(store, items: Items, model, fingerprint: str) -> np.ndarray:
-    from jaxclust.active.store import data_fingerprint
-
     path = features_path(store.path, fingerprint)
     X = _load(path, len(items), fingerprint)
     if X is not None:
