@@ -1,0 +1,319 @@
+"""The two-level mixture (items -> components -> classes): closed forms, an independent log joint, and the sampler
+against the exact posterior by enumeration of every (class, component) labelling of tiny data.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from jaxclust.dpmm import NormalGamma
+from jaxclust.dpmm import nested as N
+
+PRIOR = N.NestedPrior(
+    mean=jnp.array([0.3]),
+    kappa_class=jnp.array(0.2),
+    kappa_component=jnp.array(0.5),
+    shape=jnp.array(2.0),
+    rate=jnp.array([0.6]),
+)
+X4 = np.array([[-1.2], [-0.7], [0.9], [1.6]])
+ALPHA, GAMMA = 0.7, 1.3
+
+
+def set_partitions(items):
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for part in set_partitions(rest):
+        for k in range(len(part)):
+            yield part[:k] + [[first, *part[k]]] + part[k + 1 :]
+        yield [[first], *part]
+
+
+def labellings(n):
+    """Every (class, component) labelling of n items: (z, classes of the components), canonical."""
+    out = []
+    for comps in set_partitions(list(range(n))):
+        for cls in set_partitions(list(range(len(comps)))):
+            z = np.zeros(n, int)
+            for k, block in enumerate(comps):
+                z[block] = k
+            classes = np.zeros(len(comps), int)
+            for c, block in enumerate(cls):
+                classes[block] = c
+            out.append((z, classes))
+    return out
+
+
+def canonical(z, classes_of_items):
+    comp, cls, out = {}, {}, []
+    for k, c in zip(np.asarray(z).tolist(), np.asarray(classes_of_items).tolist(), strict=True):
+        out.append((cls.setdefault(c, len(cls)), comp.setdefault(k, len(comp))))
+    return tuple(out)
+
+
+# --- an independent log joint: sequential seating and a numerical integral ----------------------------------------
+def seating_log_prior(z, classes, alpha, gamma):
+    """The prior by seating the items one by one (class by a CRP(gamma), component inside it by a CRP(alpha))."""
+    lp, class_size, comp_size = 0.0, {}, {}
+    for t, k in enumerate(z):
+        c = classes[k]
+        if c in class_size:
+            lp += math.log(class_size[c] / (t + gamma))
+            nk = comp_size.get(k, 0)
+            lp += math.log((nk if nk else alpha) / (class_size[c] + alpha))
+        else:
+            lp += math.log(gamma / (t + gamma))
+        class_size[c] = class_size.get(c, 0) + 1
+        comp_size[k] = comp_size.get(k, 0) + 1
+    return lp
+
+
+def quadrature_class_marginal(x, comp_of, prior):
+    """ln p(x of one class, D = 1) by integrating the precision numerically over the exact Gaussian given it."""
+    m0, k0, k1 = float(prior.mean[0]), float(prior.kappa_class), float(prior.kappa_component)
+    a0, b0 = float(prior.shape), float(prior.rate[0])
+    n = len(x)
+    same_comp = np.equal.outer(comp_of, comp_of).astype(float)
+    cov = np.eye(n) + same_comp / k1 + np.ones((n, n)) / k0
+
+    def integrand(lam):
+        return stats.gamma.pdf(lam, a0, scale=1 / b0) * stats.multivariate_normal.pdf(
+            x, np.full(n, m0), cov / lam
+        )
+
+    value, _ = integrate.quad(integrand, 0, np.inf, limit=200, epsabs=0, epsrel=1e-10)
+    return math.log(value)
+
+
+def brute_log_joint(X, z, classes, answers, prior, alpha, gamma):
+    lp = seating_log_prior(z, classes, alpha, gamma)
+    item_class = classes[z]
+    for c in np.unique(item_class):
+        members = np.flatnonzero(item_class == c)
+        lp += quadrature_class_marginal(X[members, 0], z[members], prior)
+    for a in answers:
+        i, j, kind = a[:3]
+        agree = (item_class[i] == item_class[j]) == (kind == "must")
+        if len(a) == 3 and not agree:
+            return -math.inf
+        if len(a) == 4:
+            lp += math.log(1 - a[3]) if agree else math.log(a[3])
+    return lp
+
+
+def _state(z, classes, data, K=None):
+    return N.init(z, classes, data, K)
+
+
+@pytest.fixture(scope="module")
+def x64():
+    with jax.enable_x64(True):
+        yield
+
+
+def test_one_component_class_is_the_normal_gamma_marginal_with_both_precisions(x64):
+    X = np.array([[0.4, -1.0], [1.1, 0.2], [0.7, 0.5]])
+    prior = N.NestedPrior(
+        jnp.array([0.1, -0.2]), jnp.array(0.3), jnp.array(0.8), jnp.array(1.5), jnp.array([0.7, 1.2])
+    )
+    data = N.prepare(X, dtype=jnp.float64)
+    st = _state(np.zeros(3, int), [0], data)
+    got = N.class_log_marginal(N._terms(st.count, st.mean, st.scatter, prior), prior)[0]
+    kappa = 0.3 * 0.8 / (0.3 + 0.8)  # the mean of the one component: N(m0, (1/κ0 + 1/κ1) / λ)
+    ng = NormalGamma(mean=[0.1, -0.2], kappa=kappa, shape=1.5, rate=[0.7, 1.2]).astype(jnp.float64)
+    gs = ng.group_stats(X, np.zeros(3, int), 1)
+    want = ng.log_marginal(ng.slots_from_groups(jnp.zeros(1, jnp.int32), gs, 1))[0]
+    np.testing.assert_allclose(float(got), float(want), rtol=1e-12)
+
+
+@pytest.mark.parametrize("comp_of", [[0, 0, 1, 2, 2, 2], [0, 1, 2, 3, 4, 5], [0] * 6])
+def test_class_marginal_equals_the_integral_over_the_precision(x64, comp_of):
+    x = np.array([-0.4, 0.1, 1.3, 2.2, 2.0, 2.9])
+    data = N.prepare(x[:, None], dtype=jnp.float64)
+    st = _state(np.array(comp_of), [0] * 6, data)
+    t = N._class_sums(N._terms(st.count, st.mean, st.scatter, PRIOR), st.u, 6)
+    got = float(N.class_log_marginal(t, PRIOR)[0])
+    assert got == pytest.approx(quadrature_class_marginal(x, np.array(comp_of), PRIOR), rel=1e-8)
+
+
+ANSWER_CASES = {
+    "none": [],
+    "hard must across": [(0, 3, "must")],
+    "hard cannot": [(0, 1, "cannot"), (2, 3, "must")],
+    "soft": [(0, 3, "must", 0.1), (1, 2, "cannot", 0.3), (0, 1, "must", 0.2)],
+}
+
+
+@pytest.mark.parametrize("case", list(ANSWER_CASES))
+def test_log_joint_equals_an_independent_computation(x64, case):
+    answers = ANSWER_CASES[case]
+    data = N.prepare(X4, answers, dtype=jnp.float64)
+    for z, classes in labellings(4):
+        got = float(N.log_joint(_state(z, classes, data), data, PRIOR, ALPHA, GAMMA, 4))
+        want = brute_log_joint(X4, z, classes, answers, PRIOR, ALPHA, GAMMA)
+        if math.isinf(want):
+            assert got == -math.inf, (z, classes)
+        else:
+            assert got == pytest.approx(want, rel=1e-7, abs=1e-9), (z, classes)
+
+
+def test_the_prior_sums_to_one_over_every_labelling():
+    total = sum(math.exp(seating_log_prior(z, c, ALPHA, GAMMA)) for z, c in labellings(5))
+    assert total == pytest.approx(1.0, abs=1e-12)
+
+
+def _posterior(data):
+    table = {}
+    n = data.X.shape[0]
+    for z, classes in labellings(n):
+        lj = float(N.log_joint(_state(z, classes, data), data, PRIOR, ALPHA, GAMMA, n))
+        table[canonical(z, classes[z])] = lj
+    keys = list(table)
+    lj = np.array([table[k] for k in keys])
+    p = np.exp(lj - np.max(lj))
+    return dict(zip(keys, p / p.sum(), strict=True))
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=() if c == "hard must across" else pytest.mark.slow) for c in ANSWER_CASES]
+)
+def test_the_sampler_draws_the_exact_posterior(case):
+    data = N.prepare(X4, ANSWER_CASES[case])
+    exact = _posterior(data)
+    n_chains, n_sweeps = 64, 600
+    z0, c0 = np.zeros(4, int), [0]  # one class of one component: breaks no must-link
+    if case == "hard cannot":
+        z0, c0 = np.array([0, 1, 1, 1]), [0, 1]
+    start = _state(z0, c0, data)
+
+    def sweep(st, key):
+        k1, k2 = jax.random.split(key)
+        st, _ = N.item_sweep(k1, st, data, PRIOR, ALPHA, GAMMA, 4)
+        st, _ = N.component_sweep(k2, st, data, PRIOR, ALPHA, GAMMA, 4)
+        return st, (st.z, N.class_labels(st))
+
+    def chain(key):
+        _, draws = jax.lax.scan(sweep, start, jax.random.split(key, n_sweeps))
+        return draws
+
+    zs, cs = jax.jit(jax.vmap(chain))(jax.random.split(jax.random.key(0), n_chains))
+    zs, cs = np.asarray(zs)[:, 50:].reshape(-1, 4), np.asarray(cs)[:, 50:].reshape(-1, 4)
+    counts: dict = {}
+    for z, c in zip(zs, cs, strict=True):
+        key = canonical(z, c)
+        counts[key] = counts.get(key, 0) + 1
+    assert set(counts) <= {k for k, p in exact.items() if p > 0}  # no draw breaks a hard answer
+    total = sum(counts.values())
+    tv = 0.5 * sum(abs(counts.get(k, 0) / total - p) for k, p in exact.items())
+    assert tv < 0.03, tv
+    if case == "hard must across":  # the must-linked items share a class, not necessarily a component
+        split = sum(p for k, p in exact.items() if k[0][0] == k[3][0] and k[0][1] != k[3][1])
+        assert split > 0.05 and sum(v for k, v in counts.items() if k[0][1] != k[3][1]) / total > 0.05
+
+
+X5 = np.array([[-0.9], [-1.0], [-0.8], [1.4], [1.5]])  # three items close together: components of three
+
+
+@pytest.mark.slow  # the sharp check of each move is test_each_moves_conditional_is_the_ratio_of_log_joints
+@pytest.mark.parametrize("move", ["item_sweep", "component_sweep"])
+@pytest.mark.parametrize("case", ["none", "hard must across", "soft", "five items"])
+def test_each_move_alone_keeps_the_exact_posterior(case, move):
+    """Chains started from exact posterior draws stay exact under one move alone (the component move alone cannot
+    change the components, so only its invariance can be checked this way, and this is the sharp check)."""
+    X = X5 if case == "five items" else X4
+    n = len(X)
+    data = N.prepare(X, ANSWER_CASES.get(case, [(0, 4, "cannot", 0.2)]))
+    exact = _posterior(data)
+    states = {canonical(z, c[z]): (z, c) for z, c in labellings(n)}
+    keys = list(exact)
+    probs = np.array([exact[k] for k in keys])
+    draws = np.random.default_rng(1).choice(len(keys), size=40_000, p=probs)
+    z0 = np.array([states[keys[d]][0] for d in draws])
+    c0 = np.array(
+        [np.pad(states[keys[d]][1], (0, n - len(states[keys[d]][1])), constant_values=-1) for d in draws]
+    )
+    step = getattr(N, move)
+
+    def run(key, z, c):
+        st = N.init(z, c, data, n)
+        for k in jax.random.split(key, 2):
+            st, _ = step(k, st, data, PRIOR, ALPHA, GAMMA, n)
+        return st.z, N.class_labels(st)
+
+    zs, cs = jax.jit(jax.vmap(run))(jax.random.split(jax.random.key(2), len(draws)), z0, c0)
+    counts: dict = {}
+    for z, c in zip(np.asarray(zs), np.asarray(cs), strict=True):
+        k = canonical(z, c)
+        counts[k] = counts.get(k, 0) + 1
+    tv = 0.5 * sum(abs(counts.get(k, 0) / len(draws) - p) for k, p in exact.items())
+    assert tv < (0.035 if n == 5 else 0.025), tv
+    # the number of classes, a coarse statistic with little sampling noise (about 0.005 here)
+    n_classes = np.zeros(n + 1)
+    for k, p in exact.items():
+        n_classes[len({c for c, _ in k})] += p
+    drawn = np.zeros(n + 1)
+    for k, v in counts.items():
+        drawn[len({c for c, _ in k})] += v / len(draws)
+    assert 0.5 * np.abs(drawn - n_classes).sum() < 0.012
+
+
+def _normalised(v):
+    v = np.asarray(v, np.float64)
+    finite = np.isfinite(v)
+    out = np.full(v.shape, -np.inf)
+    out[finite] = v[finite] - np.logaddexp.reduce(v[finite])
+    return out
+
+
+@pytest.mark.parametrize(
+    ("X", "answers"),
+    [
+        (X5, []),
+        (X4, ANSWER_CASES["hard must across"]),
+        (X4, ANSWER_CASES["hard cannot"]),
+        (X4, ANSWER_CASES["soft"]),
+    ],
+    ids=["five items", "hard must", "hard cannot", "soft"],
+)
+def test_each_moves_conditional_is_the_ratio_of_log_joints(x64, X, answers):
+    """For every labelling, every item and every component: the move's weights, normalised, equal the log joints of
+    the labellings it can move to, normalised; and every option it leaves out breaks a hard answer."""
+    n = len(X)
+    data = N.prepare(X, answers, dtype=jnp.float64)
+    K = C = n
+    joint = jax.jit(jax.vmap(lambda st: N.log_joint(st, data, PRIOR, ALPHA, GAMMA, C)))
+
+    @jax.jit
+    def item_options(st, i):
+        without, scores, _ = N.item_conditional(i, st, data, PRIOR, ALPHA, GAMMA, C)
+        moved = jax.vmap(lambda o: N.place_item(i, without, o, data, C))(jnp.arange(K + C + 1))
+        live_class = jnp.zeros(C, bool).at[jnp.where(without.u >= 0, without.u, C)].set(True, mode="drop")
+        real = jnp.concatenate([without.count > 0, live_class, jnp.ones(1, bool)])
+        return scores, joint(moved), real
+
+    @jax.jit
+    def component_options(st, k):
+        scores, _ = N.component_conditional(k, st, data, PRIOR, ALPHA, GAMMA, C)
+        moved = jax.vmap(lambda o: N.place_component(k, st, o, C))(jnp.arange(C + 1))
+        u_wo = st.u.at[k].set(-1)
+        live_class = jnp.zeros(C, bool).at[jnp.where(u_wo >= 0, u_wo, C)].set(True, mode="drop")
+        return scores, joint(moved), jnp.concatenate([live_class, jnp.ones(1, bool)])
+
+    for z, classes in labellings(n):
+        st = _state(z, classes, data)
+        if not np.isfinite(float(N.log_joint(st, data, PRIOR, ALPHA, GAMMA, C))):
+            continue  # a Gibbs move starts from a labelling the answers allow
+        checks = [item_options(st, i) for i in range(n)]
+        checks += [(*component_options(st, k),) for k in range(len(classes))]
+        for scores, lj, real in checks:
+            scores, lj, real = np.asarray(scores), np.asarray(lj), np.asarray(real)
+            assert np.all(np.isneginf(scores[~real]))
+            np.testing.assert_allclose(_normalised(scores[real]), _normalised(lj[real]), rtol=0, atol=1e-9)
