@@ -23,8 +23,9 @@ Moves (each ``(key, state, data) -> (state, info)``, exact Gibbs, vectorized ove
 
 * :func:`item_sweep`: each item in turn draws its (class, component): any component of an allowed class, a new
   component in an allowed class, or a new class (Neal 2000, Algorithm 3, at both levels);
-* :func:`component_sweep`: each component in turn draws its class, its items moving together, so classes merge
-  and split without taking their components apart.
+* :func:`component_sweep`: each component in turn draws its class, its items moving together;
+* :func:`class_split_merge`: Metropolis-Hastings merges and splits of whole classes (their components kept), so
+  that classes held together by must-links across components can merge and part.
 
 Slots: ``K`` component slots and ``C`` class slots per chain; a move that needs a new one when all are taken leaves
 that option out and reports ``overflow``.
@@ -434,3 +435,52 @@ def component_sweep(key, state: NestedState, data: NestedData, prior: NestedPrio
         (state, key, jnp.zeros((), bool)),
     )
     return state, no_moves()._replace(overflow=overflow)
+
+
+def _split_merge_step(_, carry, data: NestedData, prior: NestedPrior, alpha, gamma, C: int):
+    state, key, accepted, proposed = carry
+    key, k_pair, k_sides, k_accept = jax.random.split(key, 4)
+    n = data.X.shape[0]
+    i, j = jax.random.choice(k_pair, n, (2,), replace=False)
+    cls = class_labels(state)
+    ci, cj = cls[i], cls[j]
+    live = state.count > 0
+    in_class = live & (state.u == ci)
+    m = jnp.sum(in_class)  # components of i's class (before a split) or of the merged class (after a merge)
+    m_merged = m + jnp.sum(live & (state.u == cj))
+    # merge: j's class joins i's; split: i's class is cut in two, j's component and a random half going to a new
+    # class (the reverse of a merge that had picked the same two items)
+    merged = state._replace(u=jnp.where(state.u == cj, ci, state.u))
+    n_class = jax.ops.segment_sum(state.count, jnp.where(state.u >= 0, state.u, C), num_segments=C + 1)[:C]
+    c_free, _ = _first_free(n_class > 0)
+    zi, zj = state.z[i], state.z[j]
+    coin = jax.random.bernoulli(k_sides, 0.5, state.u.shape)
+    to_new = in_class & ((jnp.arange(state.u.shape[0]) == zj) | (coin & (jnp.arange(state.u.shape[0]) != zi)))
+    split = state._replace(u=jnp.where(to_new, c_free.astype(state.u.dtype), state.u))
+    do_merge = ci != cj
+    do_split = (ci == cj) & (zi != zj)  # i and j in one component: no split separates them
+    proposal = jax.tree.map(lambda a, b: jnp.where(do_merge, a, b), merged, split)
+    log_q = jnp.where(do_merge, -(m_merged - 2), m - 2).astype(data.X.dtype) * jnp.log(2.0)
+    before = log_joint(state, data, prior, alpha, gamma, C)
+    after = log_joint(proposal, data, prior, alpha, gamma, C)
+    log_ratio = after - before + log_q
+    ok = (do_merge | do_split) & (jnp.log(jax.random.uniform(k_accept)) < log_ratio)
+    state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), proposal, state)
+    return state, key, accepted + ok.astype(jnp.int32), proposed + (do_merge | do_split).astype(jnp.int32)
+
+
+def class_split_merge(
+    key, state: NestedState, data: NestedData, prior: NestedPrior, alpha, gamma, C: int, n_proposals: int = 8
+):
+    """Metropolis-Hastings split-merge of classes (Jain and Neal 2004, components as the units): two random items;
+    in two classes, propose uniting them (every component keeps its items); in one class but two components,
+    propose cutting the class in two, each other component going to either side with probability 1/2. Must-linked
+    components follow through the hard answers (a cut between them has probability 0). Returns ``(state, info)``
+    with the merges and splits proposed and accepted counted together as merges."""
+    state, _, acc, prop = jax.lax.fori_loop(
+        0,
+        n_proposals,
+        lambda s, c: _split_merge_step(s, c, data, prior, alpha, gamma, C),
+        (state, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)),
+    )
+    return state, no_moves()._replace(proposed_merges=prop, accepted_merges=acc)
