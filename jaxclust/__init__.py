@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "Constraints": "jaxclust.constraints",
     "DPMM": "jaxclust.dpmm",
+    "NestedDPMM": "jaxclust.dpmm",
     "ActiveLearner": "jaxclust.active",
     "GoldOracle": "jaxclust.active",
     "NoisyOracle": "jaxclust.active",

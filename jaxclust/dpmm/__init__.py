@@ -6,6 +6,9 @@ Estimator::
     model = DPMM(alpha_prior=(1.0, 1.0)).fit(X, Constraints(len(X), must_link=[(0, 1)], cannot_link=[(0, 2)]))
     model.labels_, model.coclustering_, model.diagnostics_["log_joint"]["r_hat"]
 
+``NestedDPMM`` is the two-level mixture, classes of components (:mod:`jaxclust.dpmm.nested`): answers act on
+classes, so a class may be several Gaussian shapes.
+
 Functional API: :func:`sample` (validation + chains), or the pieces: :func:`prepare` (host packing) and
 :func:`init` (:mod:`jaxclust.dpmm.state`), :func:`build_kernel` (one jittable iteration of either sampler,
 ``kernel(key, state, data) -> (state, info)``; :func:`sweep` is its collapsed Gibbs move), :func:`run_chains`.
@@ -23,10 +26,12 @@ from jaxclust.dpmm.families import (
 from jaxclust.dpmm.gibbs import sweep
 from jaxclust.dpmm.kernels import Kernel, build_kernel
 from jaxclust.dpmm.model import DPMM, as_constraints, coclustering, sample
+from jaxclust.dpmm.nested_model import NestedDPMM
 from jaxclust.dpmm.state import GibbsState, GroupData, MoveInfo, init, log_joint, prepare
 
 __all__ = [
     "DPMM",
+    "NestedDPMM",
     "sample",
     "coclustering",
     "as_constraints",

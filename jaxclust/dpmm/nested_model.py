@@ -1,0 +1,171 @@
+"""``NestedDPMM``: the two-level mixture (classes of components, :mod:`jaxclust.dpmm.nested`) as an estimator.
+
+Answers constrain classes, not components: a must-link keeps two items in one class, each in whichever component
+of it fits, so a class may be several Gaussian shapes; every item's class comes from the sampled posterior. Its
+``samples_`` and ``labels_`` are class labellings, so :class:`~jaxclust.active.ActiveLearner` reads classes from
+exact samples with ``propagation="pairs"``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+
+from jaxclust.coclustering import least_squares_sample, relabel
+from jaxclust.constraints import Constraints, as_constraints
+from jaxclust.dpmm import nested as N
+from jaxclust.validation import Int, Real, check_array, check_fitted, seed_from, validate_params
+
+__all__ = ["NestedDPMM"]
+
+
+def _answers(cons: Constraints | None) -> list[tuple]:
+    if cons is None:
+        return []
+    return [tuple(p) for p in cons.pairs] + [tuple(a) for a in cons.answers]
+
+
+def _start(n: int, cons: Constraints, init_labels) -> tuple[np.ndarray, np.ndarray]:
+    """Each item its own component; classes: ``init_labels`` when given and allowed by every hard answer, else
+    one class per must-linked group."""
+    if init_labels is not None:
+        cls = relabel(np.asarray(init_labels))
+        if not cons.check_assignment(cls):
+            return np.arange(n), cls
+    return np.arange(n), relabel(np.asarray(cons.group_of))
+
+
+class NestedDPMM(ClusterMixin, BaseEstimator):
+    """Classes of Gaussian components, sampled with their components; answers act on classes.
+
+    The model and its moves are in :mod:`jaxclust.dpmm.nested`: classes a CRP(``gamma``), components a
+    CRP(``alpha``) inside each class, the components' means scattered around their class's mean and sharing its
+    precision (per column). Each iteration of each chain is an item sweep, a component sweep and
+    ``n_split_merge`` split-merge proposals of whole classes. Columns are standardised; the prior is the mean 0,
+    ``kappa_class`` (class means spread over about ``1/sqrt(kappa_class)`` within-component standard deviations),
+    ``kappa_component`` (components about ``1/sqrt(kappa_component)`` of them from their class's mean), and a
+    Gamma(``shape``, ``scale * (shape - 1)``) precision, so a component's expected variance is ``scale`` times
+    a column's.
+
+    Every chain holds ``n`` component and ``n`` class slots, so nothing overflows and a sweep costs
+    ``O(n^2 D)``: meant for up to a few thousand items.
+
+    Parameters
+    ----------
+    n_chains, n_burnin, n_samples, thin : int
+    alpha, gamma : float
+        Concentrations of the components inside a class and of the classes.
+    kappa_class, kappa_component, shape, scale : float
+        The prior (above).
+    n_split_merge : int
+        Class split-merge proposals per iteration.
+    random_state : int or None
+
+    Attributes
+    ----------
+    samples_ : ndarray (n_chains * n_samples, n) - class labellings, chain-major
+    components_ : ndarray (n_chains * n_samples, n) - the component of each item in the same samples
+    labels_ : ndarray (n,) - the class labelling of least Binder loss to the others
+    final_labels_ : ndarray (n_chains, n) - each chain's last class labelling (a warm start for the next fit)
+    """
+
+    _parameter_constraints = {
+        "n_chains": Int(1),
+        "n_burnin": Int(0),
+        "n_samples": Int(1),
+        "thin": Int(1),
+        "alpha": Real(0.0, strict=True),
+        "gamma": Real(0.0, strict=True),
+        "kappa_class": Real(0.0, strict=True),
+        "kappa_component": Real(0.0, strict=True),
+        "shape": Real(0.0, strict=True),
+        "scale": Real(0.0, strict=True),
+        "n_split_merge": Int(0),
+    }
+
+    def __init__(
+        self,
+        n_chains: int = 4,
+        n_burnin: int = 100,
+        n_samples: int = 10,
+        thin: int = 5,
+        alpha: float = 1.0,
+        gamma: float = 1.0,
+        kappa_class: float = 0.05,
+        kappa_component: float = 0.5,
+        shape: float = 2.0,
+        scale: float = 0.5,
+        n_split_merge: int = 20,
+        random_state=None,
+    ):
+        self.n_chains = n_chains
+        self.n_burnin = n_burnin
+        self.n_samples = n_samples
+        self.thin = thin
+        self.alpha = alpha
+        self.gamma = gamma
+        self.kappa_class = kappa_class
+        self.kappa_component = kappa_component
+        self.shape = shape
+        self.scale = scale
+        self.n_split_merge = n_split_merge
+        self.random_state = random_state
+
+    def fit(self, X, y=None, constraints=None, init_labels=None, n_burnin=None) -> NestedDPMM:
+        """Sample the classes of ``X`` (n, D) under ``constraints`` (a :class:`~jaxclust.Constraints`, a dict or
+        ``(must_link, cannot_link)``; soft answers included). ``init_labels`` (n_chains, n) class labellings start
+        the chains when every hard answer allows them; ``n_burnin`` overrides the parameter for this fit."""
+        p = validate_params(self)
+        X = check_array(X, name="X", min_rows=2)
+        n, D = X.shape
+        cons = as_constraints(constraints, n, where="NestedDPMM.fit")
+        cons = Constraints.from_answers(n, _answers(cons), on_conflict="drop")
+        burn = p["n_burnin"] if n_burnin is None else int(n_burnin)
+        std = X.std(0)
+        Xs = (X - X.mean(0)) / np.where(std > 0, std, 1.0)
+        prior = N.NestedPrior(
+            jnp.zeros(D, jnp.float32),
+            jnp.float32(p["kappa_class"]),
+            jnp.float32(p["kappa_component"]),
+            jnp.float32(p["shape"]),
+            jnp.full(D, p["scale"] * (p["shape"] - 1.0), jnp.float32),
+        )
+        data = N.prepare(Xs, _answers(cons))
+        init = None if init_labels is None else np.atleast_2d(np.asarray(init_labels))
+        starts = [
+            _start(n, cons, None if init is None else init[c % len(init)]) for c in range(p["n_chains"])
+        ]
+        z0 = jnp.asarray(np.stack([s[0] for s in starts]), jnp.int32)
+        c0 = jnp.asarray(np.stack([s[1] for s in starts]), jnp.int32)
+        a, g, m = p["alpha"], p["gamma"], p["n_split_merge"]
+        n_sweeps = burn + p["n_samples"] * p["thin"]
+
+        def sweep(st, key):
+            k1, k2, k3 = jax.random.split(key, 3)
+            st, _ = N.item_sweep(k1, st, data, prior, a, g, n)
+            st, _ = N.component_sweep(k2, st, data, prior, a, g, n)
+            st, _ = N.class_split_merge(k3, st, data, prior, a, g, n, m)
+            return st, (N.class_labels(st), st.z)
+
+        def chain(key, z, c):
+            _, (cls, comp) = jax.lax.scan(sweep, N.init(z, c, data, n), jax.random.split(key, n_sweeps))
+            keep = slice(burn + p["thin"] - 1, None, p["thin"])
+            return cls[keep], comp[keep], cls[-1]
+
+        keys = jax.random.split(jax.random.key(seed_from(self.random_state)), p["n_chains"])
+        cls, comp, final = jax.jit(jax.vmap(chain))(keys, z0, c0)
+        self.samples_ = relabel(np.asarray(cls).reshape(-1, n))
+        self.components_ = relabel(np.asarray(comp).reshape(-1, n))
+        self.final_labels_ = relabel(np.asarray(final))
+        self.labels_ = self.samples_[least_squares_sample(self.samples_)]
+        self.n_features_in_ = D
+        return self
+
+    def fit_predict(self, X, y=None, constraints=None, **kw) -> np.ndarray:
+        return self.fit(X, constraints=constraints, **kw).labels_
+
+    def n_classes(self) -> int:
+        check_fitted(self, "labels_", "n_classes")
+        return int(len(np.unique(self.labels_)))

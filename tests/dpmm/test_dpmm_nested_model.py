@@ -1,0 +1,56 @@
+"""NestedDPMM: the two-level mixture as an estimator. Known answers on separated data, hard answers kept in every
+sample, a class of two shapes, reproducibility and named errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from jaxclust import Constraints, NestedDPMM
+from jaxclust.errors import InvalidInputError
+from jaxclust.metrics.partition import adjusted_rand_index
+
+CENTRES = np.array([[0.0, 0.0], [12.0, 0.0], [0.0, 12.0]])
+Y = np.repeat(np.arange(3), 6)
+X = CENTRES[Y] + np.random.default_rng(0).normal(scale=0.5, size=(18, 2))
+# the blobs' spread is 1/12 of the gap between them: a prior that expects components of that size (the default
+# expects half a column's variance, which a class of 6 items cannot overrule)
+SMALL = {"n_chains": 2, "n_burnin": 40, "n_samples": 5, "thin": 2, "random_state": 0, "scale": 0.01}
+
+
+def test_separated_blobs_are_found_from_the_default_start():
+    model = NestedDPMM(**SMALL).fit(X)
+    assert adjusted_rand_index(Y, model.labels_) == 1.0
+    assert model.samples_.shape == (10, 18) and model.final_labels_.shape == (2, 18)
+
+
+def test_a_must_link_across_two_blobs_makes_one_class_of_two_components():
+    cons = Constraints(18, must_link=[(0, 6)], cannot_link=[(0, 12)])
+    model = NestedDPMM(**SMALL).fit(X, constraints=cons)
+    for cls in model.samples_:
+        assert not cons.check_assignment(cls)  # every sample keeps every hard answer
+    # blobs 0 and 1 form one class, yet keep their own components: the answer moved no item
+    assert adjusted_rand_index(np.r_[np.zeros(12), np.ones(6)], model.labels_) == 1.0
+    best = int(np.flatnonzero((model.samples_ == model.labels_).all(1))[0])
+    assert set(model.components_[best][:6]).isdisjoint(model.components_[best][6:12])
+
+
+def test_same_seed_same_samples_and_a_bad_warm_start_is_repaired():
+    cons = Constraints(18, cannot_link=[(0, 1)])
+    a = NestedDPMM(**SMALL).fit(X, constraints=cons)
+    b = NestedDPMM(**SMALL).fit(X, constraints=cons)
+    np.testing.assert_array_equal(a.samples_, b.samples_)
+    c = NestedDPMM(**SMALL).fit(X, constraints=cons, init_labels=np.zeros((2, 18), int))  # breaks (0, 1)
+    assert all(s[0] != s[1] for s in c.samples_)
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"alpha": 0}, r"NestedDPMM\(alpha=0\): expected a finite number > 0.0"),
+        ({"n_chains": 0}, "n_chains=0"),
+    ],
+)
+def test_bad_parameters_are_named(params, match):
+    with pytest.raises(InvalidInputError, match=match):
+        NestedDPMM(**params).fit(X)
