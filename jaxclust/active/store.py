@@ -329,12 +329,20 @@ class AnswerStore:
 
         Returns False (and claims nothing) while another live session holds the pair, or when the pair already
         has an answer in effect; else records the claim (pair, session, annotator, time) and releases this
-        session's other claims (a session asks one question at a time). Outside shared mode nobody else can
-        write: always True.
+        session's other claims for the same annotator (each annotator is asked one question at a time; a team
+        server's session holds one question for each of its annotators). Every session on a store, one
+        annotator's or a team's, claims this way, so no two of them hand out the same pair. Outside shared mode
+        nobody else can write: always True.
         """
         if not self.shared:
             return True
         return self._open_backend().claim(i, j, check_annotator(annotator))
+
+    def release(self, annotator: str | None = None) -> None:
+        """Shared mode: give back this session's claim for ``annotator`` (a question skipped, or handed to
+        someone else); nothing outside shared mode."""
+        if self.shared:
+            self._open_backend().release(check_annotator(annotator))
 
     def pending(self) -> list[dict[str, Any]]:
         """Shared mode: the questions claimed and not yet answered, ``{"i", "j", "annotator", "claimed",

@@ -271,6 +271,9 @@ class JsonlBackend:
     def claim(self, i: int, j: int, annotator: str | None) -> bool:  # noqa: ARG002 - one writer: nobody else
         return True
 
+    def release(self, annotator: str | None) -> None:  # noqa: ARG002 - one writer: nothing is claimed
+        return None
+
     def pending(self) -> list[dict[str, Any]]:
         return []
 

@@ -415,12 +415,20 @@ class SqliteBackend:
             ).fetchone()
             if answered is not None:
                 return False
-            con.execute("DELETE FROM pending WHERE session = ?", (self.session,))
+            # one question at a time per annotator (a team server's session holds one for each of its annotators)
+            con.execute("DELETE FROM pending WHERE session = ? AND annotator IS ?", (self.session, annotator))
             con.execute(
-                "INSERT INTO pending (i, j, session, annotator, claimed) VALUES (?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO pending (i, j, session, annotator, claimed) VALUES (?, ?, ?, ?, ?)",
                 (a, b, self.session, annotator, time.strftime("%Y-%m-%d %H:%M:%S")),
             )
         return True
+
+    def release(self, annotator: str | None) -> None:
+        """Give back this session's claim for ``annotator`` (see :meth:`AnswerStore.release`)."""
+        if not self.shared:
+            return
+        with self.write("released") as con:
+            con.execute("DELETE FROM pending WHERE session = ? AND annotator IS ?", (self.session, annotator))
 
     def pending(self) -> list[dict[str, Any]]:
         if not self.shared or self.conn is None:

@@ -23,6 +23,9 @@ from several people at once, in any order, and nobody waits for the model.
 * **Durable.** An answer is in the store (on disk) before :meth:`TeamSession.answer` returns; a restarted
   session rebuilds everything from the store. Answers other processes add to a shared store are taken in
   before every fit.
+* **One claim protocol.** On a shared store every new pair handed out is claimed in the store
+  (:meth:`~jaxclust.active.store.AnswerStore.claim`), as ``annotate --shared`` sessions claim theirs: two team
+  servers, or a server and terminal sessions, never hand out the same pair at once.
 
 Every method may be called from any thread: one lock guards the state and the store.
 """
@@ -241,7 +244,9 @@ class TeamSession:
                 self._release(who)  # others' answers settled it meanwhile
             back = self._given_back.pop(who, None)
             if back is not None and self._open(back):
-                return self._hold(who, back, "new", "you undid your answer to this pair")
+                q = self._claim(who, back, "new", "you undid your answer to this pair")
+                if q is not None:
+                    return q
             for p in self._second:
                 if self._free(p) and who not in self._by_pair[p]:
                     return self._hold(who, p, "second")
@@ -251,10 +256,19 @@ class TeamSession:
                 while self._pool:
                     p = self._pool.pop(0)
                     if self._open(p):
-                        return self._hold(who, p, "new")
+                        q = self._claim(who, p, "new")
+                        if q is not None:
+                            return q
                 if attempt == 0:
                     self._pool, _ = self._rank(self.core.fit, self.state.constraints, self._excluded())
             return None
+
+    def _claim(self, who: str, p: tuple[int, int], kind: str, reason: str | None = None) -> Question | None:
+        """Hold ``p`` for ``who`` if no other session on the store holds it (the store's claim, the protocol of
+        every session on a shared store; a second opinion, about a pair already answered, is not claimed)."""
+        if not self.store.claim(p[0], p[1], who):
+            return None
+        return self._hold(who, p, kind, reason)
 
     def _hold(self, who: str, p: tuple[int, int], kind: str, reason: str | None = None) -> Question:
         q = self._describe(p, kind)
@@ -334,6 +348,8 @@ class TeamSession:
         self._held_at.pop(who, None)
         if q is not None and self._holder.get((q.i, q.j)) == who:
             self._holder.pop((q.i, q.j), None)
+        if q is not None and q.kind != "second":
+            self.store.release(who)
 
     def waiting(self) -> str:
         """Why :meth:`question` has nothing for an annotator while the session is not done, in words."""

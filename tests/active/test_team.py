@@ -247,3 +247,32 @@ def test_a_failing_fit_is_reported_and_questions_go_on(tmp_path):
     finally:
         t.close()
         store.close()
+
+
+def test_two_team_servers_and_a_terminal_session_never_hand_out_the_same_pair(tmp_path):
+    """One claim protocol for every session on a shared store: each new pair a team session hands out is claimed
+    in the store, so another team session (another ``serve`` process) and an ``annotate --shared`` session skip
+    it, and it skips theirs."""
+    path = tmp_path / "team.sqlite"
+    with (
+        AnswerStore(path, shared=True) as s1,
+        AnswerStore(path, shared=True) as s2,
+        AnswerStore(path, shared=True) as s3,
+    ):
+        X, _ = blobs(n_per=10)
+        learner = ActiveLearner(StandInSampler(), None, progress=False)
+        t1, t2 = (TeamSession(learner, X, s, double=0.0, pool_size=64) for s in (s1, s2))
+        terminal = (0, 1) if (0, 1) in t1._pool else t1._pool[0]
+        assert s3.claim(*terminal, "carol")  # a terminal session holds this one
+        handed = []
+        for k in range(6):
+            for team, who in ((t1, f"alice{k}"), (t2, f"bob{k}")):
+                q = team.question(who)
+                handed.append((q.i, q.j))
+        assert len(set(handed)) == len(handed) and terminal not in handed
+        held = {(p["i"], p["j"]): p["annotator"] for p in s3.pending()}
+        assert held[terminal] == "carol" and all(held[p].startswith(("alice", "bob")) for p in handed)
+        q = t1.question("alice0")  # asking again gives the same pair: still one claim per annotator
+        t1.skip("alice0")  # skipped: its claim goes back to the store
+        assert (q.i, q.j) not in {(p["i"], p["j"]) for p in s3.pending()}
+        assert s3.claim(q.i, q.j, "carol")  # and another session may take it
