@@ -54,3 +54,22 @@ def test_same_seed_same_samples_and_a_bad_warm_start_is_repaired():
 def test_bad_parameters_are_named(params, match):
     with pytest.raises(InvalidInputError, match=match):
         NestedDPMM(**params).fit(X)
+
+
+def test_more_correct_random_answers_never_make_classes_of_two_blobs_worse():
+    """Three classes, each two separated blobs (a class no single Gaussian fits): random correct answers at
+    growing budgets never lower the ARI of the class labelling, and enough of them find the classes exactly."""
+    rng = np.random.default_rng(3)
+    centres = np.array([[0, 0], [0, 9], [9, 0], [9, 9], [18, 0], [18, 9]], float)
+    blob = np.repeat(np.arange(6), 6)
+    X6 = centres[blob] + rng.normal(scale=0.5, size=(36, 2))
+    y6 = blob // 2  # classes: blobs {0, 1}, {2, 3}, {4, 5}
+    pairs = [tuple(int(v) for v in rng.choice(36, 2, replace=False)) for _ in range(80)]
+    answers = [(i, j, "must" if y6[i] == y6[j] else "cannot") for i, j in pairs]
+    scores = []
+    for budget in (0, 10, 40, 80):
+        cons = Constraints.from_answers(36, answers[:budget])
+        model = NestedDPMM(**SMALL).fit(X6, constraints=cons)
+        scores.append(adjusted_rand_index(y6, model.labels_))
+    assert all(b >= a - 0.02 for a, b in zip(scores, scores[1:], strict=False)), scores
+    assert scores[-1] == 1.0, scores

@@ -1,0 +1,172 @@
+"""Do correct answers compose in the two-level mixture? Random pairs answered from the gold labels, at growing budgets.
+
+For each data set and budget, the answers (hard must-links / cannot-links between random pairs, right by the gold
+labels) are given to :mod:`jaxclust.dpmm.nested` (classes of components, answers acting on classes); the clustering
+is the class labelling of least Binder loss among the retained samples. Written: ``nested_answers.json`` (ARI and
+number of classes per set, budget and seed) and ``nested_answers.png`` in ``--out``.
+
+Settings: columns standardised; prior mean 0, ``kappa_class = 0.05``, ``kappa_component = 0.5``, ``shape = 2``,
+``rate = 0.5`` (a component's expected variance half a column's), ``alpha = gamma = 1``; 4 chains of 150 sweeps
+(an item sweep, a component sweep and 20 class split-merge proposals each), 100 burn-in, every 5th kept; the chains
+start with each item its own component and each must-linked group its own class.
+
+    python experiments/nested_answers.py --out experiments/results/nested_answers --seeds 0 1 2
+
+``--baseline`` also runs today's default session on the same sets, budgets and seeds, as a user writes it:
+``ActiveLearner(DPMM(random_state=seed), GoldOracle(y), strategy="random", batch_size=25)`` (its own random pairs,
+its class layer), and reports ``labels_``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn import datasets
+from sklearn.metrics import adjusted_rand_score
+
+from jaxclust import Constraints
+from jaxclust.coclustering import least_squares_sample
+from jaxclust.dpmm import nested as N
+
+SETS = {
+    "wine": datasets.load_wine,
+    "iris": datasets.load_iris,
+    "breast_cancer": datasets.load_breast_cancer,
+}
+BUDGETS = (0, 50, 200, 1000)
+
+
+def random_answers(y: np.ndarray, budget: int, seed: int) -> list[tuple[int, int, str]]:
+    rng = np.random.default_rng([seed, 17])
+    out = []
+    while len(out) < budget:
+        i, j = (int(v) for v in rng.choice(len(y), 2, replace=False))
+        out.append((i, j, "must" if y[i] == y[j] else "cannot"))
+    return out
+
+
+def nested_classes(X, answers, seed: int, n_chains=4, n_sweeps=150, burn=100, thin=5) -> np.ndarray:
+    """Class labels of the retained samples (S, n)."""
+    n, D = X.shape
+    prior = N.NestedPrior(jnp.zeros(D), jnp.array(0.05), jnp.array(0.5), jnp.array(2.0), jnp.full(D, 0.5))
+    data = N.prepare(X, answers)
+    groups = np.asarray(Constraints.from_answers(n, answers, on_conflict="drop").group_of)
+    start = N.init(np.arange(n), np.unique(groups, return_inverse=True)[1], data, n)
+
+    def sweep(st, key):
+        a, b, c = jax.random.split(key, 3)
+        st, _ = N.item_sweep(a, st, data, prior, 1.0, 1.0, n)
+        st, _ = N.component_sweep(b, st, data, prior, 1.0, 1.0, n)
+        st, _ = N.class_split_merge(c, st, data, prior, 1.0, 1.0, n, 20)
+        return st, N.class_labels(st)
+
+    def chain(key):
+        _, cls = jax.lax.scan(sweep, start, jax.random.split(key, n_sweeps))
+        return cls[burn::thin]
+
+    keys = jax.random.split(jax.random.key(seed), n_chains)
+    return np.asarray(jax.jit(jax.vmap(chain))(keys)).reshape(-1, n)
+
+
+def default_session(X, y, budget: int, seed: int) -> np.ndarray:
+    """``labels_`` of today's default session after ``budget`` random answers."""
+    from jaxclust import DPMM
+    from jaxclust.active import ActiveLearner, GoldOracle
+
+    learner = ActiveLearner(
+        DPMM(random_state=seed),
+        GoldOracle(y),
+        strategy="random",
+        batch_size=25,
+        random_state=seed,
+        progress=False,
+    )
+    learner.run(X, budget)
+    return np.asarray(learner.labels_)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="experiments/results/nested_answers")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--sets", nargs="+", default=list(SETS))
+    ap.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
+    ap.add_argument(
+        "--baseline", action="store_true", help="also run the default ActiveLearner(DPMM()) session"
+    )
+    ap.add_argument("--baseline-only", action="store_true", help="run only the default session")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name in args.sets:
+        X, y = SETS[name](return_X_y=True)
+        X = (X - X.mean(0)) / X.std(0)
+        for seed in args.seeds:
+            for budget in args.budgets:
+                if args.baseline or args.baseline_only:
+                    t0 = time.perf_counter()
+                    labels = default_session(X, y, budget, seed)
+                    row = {
+                        "set": name,
+                        "model": "ActiveLearner(DPMM())",
+                        "seed": seed,
+                        "budget": budget,
+                        "ari": float(adjusted_rand_score(y, labels)),
+                        "n_classes": int(len(np.unique(labels))),
+                        "seconds": time.perf_counter() - t0,
+                    }
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+                if args.baseline_only:
+                    continue
+                t0 = time.perf_counter()
+                samples = nested_classes(X, random_answers(y, budget, seed), seed)
+                best = samples[least_squares_sample(samples)]
+                row = {
+                    "set": name,
+                    "model": "NestedDPMM",
+                    "seed": seed,
+                    "budget": budget,
+                    "ari": float(adjusted_rand_score(y, best)),
+                    "mean_ari": float(np.mean([adjusted_rand_score(y, s) for s in samples])),
+                    "n_classes": int(len(np.unique(best))),
+                    "n_gold": int(len(np.unique(y))),
+                    "seconds": time.perf_counter() - t0,
+                }
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    (out / "nested_answers.json").write_text(json.dumps(rows, indent=1) + "\n")
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    budgets = args.budgets
+    for name in args.sets:
+        for model, style in (("NestedDPMM", "-"), ("ActiveLearner(DPMM())", ":")):
+            got = [
+                [r["ari"] for r in rows if (r["set"], r["model"], r["budget"]) == (name, model, b)]
+                for b in budgets
+            ]
+            if all(got):
+                ax.plot(budgets, [np.mean(g) for g in got], style, marker="o", label=f"{name}, {model}")
+    ax.set_xscale("symlog", linthresh=50)
+    ax.set_xlabel("random correct answers")
+    ax.set_ylabel("ARI (least-squares class labelling)")
+    ax.set_ylim(0, 1.02)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "nested_answers.png", dpi=120)
+
+
+if __name__ == "__main__":
+    main()
