@@ -1,14 +1,16 @@
 """Do correct answers compose in the two-level mixture? Random pairs answered from the gold labels, at growing budgets.
 
 For each data set and budget, the answers (hard must-links / cannot-links between random pairs, right by the gold
-labels) are given to :mod:`jaxclust.dpmm.nested` (classes of components, answers acting on classes); the clustering
-is the class labelling of least Binder loss among the retained samples. Written: ``nested_answers.json`` (ARI and
+labels) are given to ``NestedDPMM`` (classes of components, answers acting on classes; :mod:`jaxclust.dpmm.nested`)
+with its defaults; the clustering is its ``labels_``, the class labelling of least Binder loss among the retained
+samples. Written: ``nested_answers.json`` (ARI and
 number of classes per set, budget and seed) and ``nested_answers.png`` in ``--out``.
 
-Settings: columns standardised; prior mean 0, ``kappa_class = 0.05``, ``kappa_component = 0.5``, ``shape = 2``,
-``rate = 0.5`` (a component's expected variance half a column's), ``alpha = gamma = 1``; 4 chains of 150 sweeps
-(an item sweep, a component sweep and 20 class split-merge proposals each), 100 burn-in, every 5th kept; the chains
-start with each item its own component and each must-linked group its own class.
+``NestedDPMM``'s defaults: columns standardised; prior mean 0, ``kappa_class = 0.05``, ``kappa_component = 0.5``,
+``shape = 2``, ``scale = 0.5`` (a component's expected variance half a column's), ``alpha = gamma = 1``; 4 chains of
+150 iterations (an item sweep, a component sweep, 20 split-merge proposals of classes and 20 of components), 100
+burn-in, every 5th kept; the chains start with each item its own component and each must-linked group its own
+class.
 
     python experiments/nested_answers.py --out experiments/results/nested_answers --seeds 0 1 2
 
@@ -24,15 +26,12 @@ import json
 import time
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from sklearn import datasets
 from sklearn.metrics import adjusted_rand_score
 
-from jaxclust import Constraints
+from jaxclust import Constraints, NestedDPMM
 from jaxclust.coclustering import least_squares_sample
-from jaxclust.dpmm import nested as N
 
 SETS = {
     "wine": datasets.load_wine,
@@ -51,27 +50,10 @@ def random_answers(y: np.ndarray, budget: int, seed: int) -> list[tuple[int, int
     return out
 
 
-def nested_classes(X, answers, seed: int, n_chains=4, n_sweeps=150, burn=100, thin=5) -> np.ndarray:
-    """Class labels of the retained samples (S, n)."""
-    n, D = X.shape
-    prior = N.NestedPrior(jnp.zeros(D), jnp.array(0.05), jnp.array(0.5), jnp.array(2.0), jnp.full(D, 0.5))
-    data = N.prepare(X, answers)
-    groups = np.asarray(Constraints.from_answers(n, answers, on_conflict="drop").group_of)
-    start = N.init(np.arange(n), np.unique(groups, return_inverse=True)[1], data, n)
-
-    def sweep(st, key):
-        a, b, c = jax.random.split(key, 3)
-        st, _ = N.item_sweep(a, st, data, prior, 1.0, 1.0, n)
-        st, _ = N.component_sweep(b, st, data, prior, 1.0, 1.0, n)
-        st, _ = N.class_split_merge(c, st, data, prior, 1.0, 1.0, n, 20)
-        return st, N.class_labels(st)
-
-    def chain(key):
-        _, cls = jax.lax.scan(sweep, start, jax.random.split(key, n_sweeps))
-        return cls[burn::thin]
-
-    keys = jax.random.split(jax.random.key(seed), n_chains)
-    return np.asarray(jax.jit(jax.vmap(chain))(keys)).reshape(-1, n)
+def nested_classes(X, answers, seed: int) -> np.ndarray:
+    """Class labels of the retained samples (S, n) of ``NestedDPMM(random_state=seed)`` (its defaults)."""
+    cons = Constraints.from_answers(X.shape[0], answers, on_conflict="drop")
+    return NestedDPMM(random_state=seed).fit(X, constraints=cons).samples_
 
 
 def default_session(X, y, budget: int, seed: int) -> np.ndarray:
@@ -101,11 +83,12 @@ def main() -> None:
         "--baseline", action="store_true", help="also run the default ActiveLearner(DPMM()) session"
     )
     ap.add_argument("--baseline-only", action="store_true", help="run only the default session")
+    ap.add_argument("--from-json", nargs="+", default=[], help="rows of earlier runs to add (and plot)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for name in args.sets:
+    rows = [row for f in args.from_json for row in json.loads(Path(f).read_text())]
+    for name in [] if args.from_json else args.sets:
         X, y = SETS[name](return_X_y=True)
         X = (X - X.mean(0)) / X.std(0)
         for seed in args.seeds:
@@ -128,7 +111,7 @@ def main() -> None:
                     continue
                 t0 = time.perf_counter()
                 samples = nested_classes(X, random_answers(y, budget, seed), seed)
-                best = samples[least_squares_sample(samples)]
+                best = samples[least_squares_sample(samples)]  # NestedDPMM's labels_
                 row = {
                     "set": name,
                     "model": "NestedDPMM",

@@ -101,9 +101,9 @@ class NestedState(NamedTuple):
 
 # --- the class marginal ------------------------------------------------------------------------------------------
 class _Terms(NamedTuple):
-    """What a component adds to its class's marginal (additive over the components of a class): ``n`` items,
-    ``w`` (D,)-broadcast weight ``κ1 n / (κ1 + n)`` of its mean, ``a1 = w (mean - m0)``, ``a2 = w (mean - m0)²``,
-    ``s`` its scatter, ``h = ½ ln(κ1 / (κ1 + n))`` per dimension."""
+    """What a component adds to its class's marginal (additive over the components of a class): ``n`` items, the
+    weight ``w = κ1 n / (κ1 + n)`` of its mean, ``a1 = w (mean - m0)`` and ``a2 = w (mean - m0)²`` (D,), ``s`` its
+    scatter (D,), and ``h = ½ ln(κ1 / (κ1 + n))``, counted once per dimension."""
 
     n: jax.Array
     w: jax.Array
@@ -136,7 +136,8 @@ def class_log_marginal(t: _Terms, prior: NestedPrior) -> jax.Array:
     Given the precision λ, each component's mean integrates out to a factor ``sqrt(κ1/(κ1+n_k))`` and a Gaussian
     in its sample mean with precision ``w_k λ``; the class mean then integrates out to ``sqrt(κ0/(κ0 + Σw_k))``
     and the residual ``R = Σ w_k (x̄_k - m0)² - (Σ w_k (x̄_k - m0))² / (κ0 + Σ w_k)``; the precision last, a Gamma
-    integral over ``S = Σ scatter + R``. An empty class gives 0."""
+    integral over ``S = Σ scatter + R``. An empty class gives 0. ``R`` is a difference of sums: in float32 it
+    needs data near ``m0`` on the scale of a column (``NestedDPMM`` standardises the columns)."""
     n = t.n[..., None]
     total_w = prior.kappa_class + t.w[..., None]
     resid = t.a2 - t.a1 * t.a1 / total_w
@@ -484,3 +485,99 @@ def class_split_merge(
         (state, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)),
     )
     return state, no_moves()._replace(proposed_merges=prop, accepted_merges=acc)
+
+
+def _component_split_merge_step(_, carry, data: NestedData, prior: NestedPrior, alpha, gamma, C: int):
+    """One sequentially allocated split-merge proposal of components inside a class (Dahl 2003)."""
+    state, key, accepted, proposed = carry
+    key, k_pair, k_order, k_alloc, k_accept = jax.random.split(key, 5)
+    X = data.X
+    n = X.shape[0]
+    i, j = jax.random.choice(k_pair, n, (2,), replace=False)
+    zi, zj = state.z[i], state.z[j]
+    cls = class_labels(state)
+    same_class = cls[i] == cls[j]
+    do_split = same_class & (zi == zj)
+    do_merge = same_class & (zi != zj)
+    c = cls[i]
+    K = state.count.shape[0]
+    k_free, any_k = _first_free(state.count > 0)
+    k_b = jnp.where(do_split, k_free.astype(jnp.int32), zj)  # side B's slot: a free one, or j's component
+    # the class without the component(s) being re-cut
+    t_all = _terms(state.count, state.mean, state.scatter, prior)
+    cut = (jnp.arange(K) == zi) | (jnp.arange(K) == zj)
+    rest = _class_sums(t_all, jnp.where(cut, -1, state.u), C)
+    rest_c = jax.tree.map(lambda s: s[c], rest)
+    members = (state.z == zi) | (state.z == zj)
+    order = jax.random.permutation(k_order, n)
+    d = X.shape[1]
+    zero = (jnp.zeros((), state.count.dtype), jnp.zeros(d, X.dtype), jnp.zeros(d, X.dtype))
+    side_a = _welford_add(*zero, X[i])
+    side_b = _welford_add(*zero, X[j])
+
+    def allocate(t, acc):
+        a, b, log_q, z_new, key = acc
+        item = order[t]
+        x = X[item]
+        move = members[item] & (item != i) & (item != ob)
+        key, sub = jax.random.split(key)
+        plus_a, plus_b = _welford_add(*a, x), _welford_add(*b, x)
+
+        def cls_lm(sa, sb):
+            both = _add_terms(_add_terms(rest_c, _terms(*sa, prior)), _terms(*sb, prior))
+            return class_log_marginal(both, prior)
+
+        base = cls_lm(a, b)
+        la = cls_lm(plus_a, b) - base + jnp.log(a[0].astype(X.dtype))
+        lb = cls_lm(a, plus_b) - base + jnp.log(b[0].astype(X.dtype))
+        p_a = jax.nn.sigmoid(la - lb)
+        # split: draw the side; merge: the side the item is on now (the reverse split's probability)
+        to_a = jnp.where(do_split, jax.random.uniform(sub) < p_a, state.z[item] == zi)
+        log_q = log_q + jnp.where(move, jnp.where(to_a, jnp.log(p_a), jnp.log1p(-p_a)), 0.0)
+        a = jax.tree.map(lambda new, old: jnp.where(move & to_a, new, old), plus_a, a)
+        b = jax.tree.map(lambda new, old: jnp.where(move & ~to_a, new, old), plus_b, b)
+        z_new = z_new.at[item].set(jnp.where(move, jnp.where(to_a, zi, k_b), z_new[item]))
+        return a, b, log_q, z_new, key
+
+    ob = j
+    z_split = state.z.at[j].set(jnp.where(do_split, k_b, state.z[j]))
+    side_a, side_b, log_q_split, z_split, _ = jax.lax.fori_loop(
+        0, n, allocate, (side_a, side_b, jnp.zeros((), X.dtype), z_split, k_alloc)
+    )
+    split = init_from(z_split, state.u.at[k_b].set(c), data, K)
+    merged = init_from(jnp.where(state.z == zj, zi, state.z), state.u.at[zj].set(-1), data, K)
+    proposal = jax.tree.map(lambda a, b: jnp.where(do_split, a, b), split, merged)
+    # split: q(merge back) / q(split) = 1 / prod(allocation); merge: q(split back) / 1
+    log_q = jnp.where(do_split, -log_q_split, log_q_split)
+    log_ratio = log_joint(proposal, data, prior, alpha, gamma, C) - log_joint(
+        state, data, prior, alpha, gamma, C
+    )
+    ok = (do_merge | (do_split & any_k)) & (jnp.log(jax.random.uniform(k_accept)) < log_ratio + log_q)
+    state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), proposal, state)
+    return state, key, accepted + ok.astype(jnp.int32), proposed + (do_merge | do_split).astype(jnp.int32)
+
+
+def init_from(z, u, data: NestedData, K: int) -> NestedState:
+    """A state from component slots ``z`` (n,) and each slot's class ``u`` (K,) (statistics recomputed)."""
+    X = data.X
+    count = jax.ops.segment_sum(jnp.ones(X.shape[0], jnp.int32), z, num_segments=K)
+    mean = jax.ops.segment_sum(X, z, num_segments=K) / jnp.maximum(count, 1)[:, None]
+    scatter = jax.ops.segment_sum((X - mean[z]) ** 2, z, num_segments=K)
+    return NestedState(z, jnp.where(count > 0, u, -1), count, mean, scatter)
+
+
+def component_split_merge(
+    key, state: NestedState, data: NestedData, prior: NestedPrior, alpha, gamma, C: int, n_proposals: int = 8
+):
+    """Metropolis-Hastings split-merge of components inside a class, by sequential allocation (Dahl 2003): two
+    random items of one class; in one component, propose cutting it in two, each other item going to the side
+    it fits given the items placed so far; in two components, propose uniting them. Lets a component that spans
+    two shapes split (and two halves of one shape merge) in one step. Returns ``(state, info)``, the proposals
+    counted as splits."""
+    state, _, acc, prop = jax.lax.fori_loop(
+        0,
+        n_proposals,
+        lambda s, c: _component_split_merge_step(s, c, data, prior, alpha, gamma, C),
+        (state, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)),
+    )
+    return state, no_moves()._replace(proposed_splits=prop, accepted_splits=acc)

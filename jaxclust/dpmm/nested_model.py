@@ -42,8 +42,8 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
 
     The model and its moves are in :mod:`jaxclust.dpmm.nested`: classes a CRP(``gamma``), components a
     CRP(``alpha``) inside each class, the components' means scattered around their class's mean and sharing its
-    precision (per column). Each iteration of each chain is an item sweep, a component sweep and
-    ``n_split_merge`` split-merge proposals of whole classes. Columns are standardised; the prior is the mean 0,
+    precision (per column). Each iteration of each chain is an item sweep, a component sweep, ``n_split_merge``
+    split-merge proposals of whole classes and as many of components inside a class. Columns are standardised; the prior is the mean 0,
     ``kappa_class`` (class means spread over about ``1/sqrt(kappa_class)`` within-component standard deviations),
     ``kappa_component`` (components about ``1/sqrt(kappa_component)`` of them from their class's mean), and a
     Gamma(``shape``, ``scale * (shape - 1)``) precision, so a component's expected variance is ``scale`` times
@@ -60,7 +60,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     kappa_class, kappa_component, shape, scale : float
         The prior (above).
     n_split_merge : int
-        Class split-merge proposals per iteration.
+        Split-merge proposals per iteration, of classes and of components each.
     random_state : int or None
 
     Attributes
@@ -143,10 +143,11 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         n_sweeps = burn + p["n_samples"] * p["thin"]
 
         def sweep(st, key):
-            k1, k2, k3 = jax.random.split(key, 3)
+            k1, k2, k3, k4 = jax.random.split(key, 4)
             st, _ = N.item_sweep(k1, st, data, prior, a, g, n)
             st, _ = N.component_sweep(k2, st, data, prior, a, g, n)
             st, _ = N.class_split_merge(k3, st, data, prior, a, g, n, m)
+            st, _ = N.component_split_merge(k4, st, data, prior, a, g, n, m)
             return st, (N.class_labels(st), st.z)
 
         def chain(key, z, c):

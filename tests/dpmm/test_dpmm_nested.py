@@ -199,6 +199,7 @@ def test_the_sampler_draws_the_exact_posterior(case):
         st, _ = N.item_sweep(k1, st, data, PRIOR, ALPHA, GAMMA, 4)
         st, _ = N.component_sweep(k2, st, data, PRIOR, ALPHA, GAMMA, 4)
         st, _ = N.class_split_merge(k3, st, data, PRIOR, ALPHA, GAMMA, 4, 2)
+        st, _ = N.component_split_merge(k3, st, data, PRIOR, ALPHA, GAMMA, 4, 2)
         return st, (st.z, N.class_labels(st))
 
     def chain(key):
@@ -224,7 +225,9 @@ X5 = np.array([[-0.9], [-1.0], [-0.8], [1.4], [1.5]])  # three items close toget
 
 
 @pytest.mark.slow  # the sharp check of each move is test_each_moves_conditional_is_the_ratio_of_log_joints
-@pytest.mark.parametrize("move", ["item_sweep", "component_sweep", "class_split_merge"])
+@pytest.mark.parametrize(
+    "move", ["item_sweep", "component_sweep", "class_split_merge", "component_split_merge"]
+)
 @pytest.mark.parametrize("case", ["none", "hard must across", "soft", "five items"])
 def test_each_move_alone_keeps_the_exact_posterior(case, move):
     """Chains started from exact posterior draws stay exact under one move alone (the component move alone cannot
