@@ -43,11 +43,12 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     The model and its moves are in :mod:`jaxclust.dpmm.nested`: classes a CRP(``gamma``), components a
     CRP(``alpha``) inside each class, the components' means scattered around their class's mean and sharing its
     precision (per column). Each iteration of each chain is an item sweep, a component sweep, ``n_split_merge``
-    split-merge proposals of whole classes and as many of components inside a class. Columns are standardised; the prior is the mean 0,
-    ``kappa_class`` (class means spread over about ``1/sqrt(kappa_class)`` within-component standard deviations),
-    ``kappa_component`` (components about ``1/sqrt(kappa_component)`` of them from their class's mean), and a
-    Gamma(``shape``, ``scale * (shape - 1)``) precision, so a component's expected variance is ``scale`` times
-    a column's.
+    split-merge proposals of whole classes and as many of components inside a class.
+
+    Columns are standardised. The prior: mean 0; ``kappa_class`` (class means spread over about
+    ``1/sqrt(kappa_class)`` within-component standard deviations); ``kappa_component`` (components about
+    ``1/sqrt(kappa_component)`` of them from their class's mean); a Gamma(``shape``, ``scale * (shape - 1)``)
+    precision, so a component's expected variance is ``scale`` times a column's.
 
     Every chain holds ``n`` component and ``n`` class slots, so nothing overflows and a sweep costs
     ``O(n^2 D)``: meant for up to a few thousand items.
