@@ -127,12 +127,10 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
     (out / "nested_answers.json").write_text(json.dumps(rows, indent=1) + "\n")
 
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
     budgets = args.budgets
     for name in args.sets:
         for model, style in (("NestedDPMM", "-"), ("ActiveLearner(DPMM())", ":")):
