@@ -41,7 +41,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
+from jaxclust.constraints import Constraints
 from jaxclust.dpmm.state import no_moves
+from jaxclust.errors import InvalidInputError
 
 __all__ = [
     "NestedPrior",
@@ -163,17 +165,21 @@ def _class_sums(t: _Terms, u: jax.Array, C: int) -> _Terms:
 
 # --- building a state --------------------------------------------------------------------------------------------
 def prepare(X, answers=(), dtype=jnp.float32) -> NestedData:
-    """The data of a fit: ``X`` (n, D) and ``answers`` as ``(i, j, "must" | "cannot")`` (hard) or
-    ``(i, j, "must" | "cannot", eps)`` (wrong with probability ``eps`` in (0, 1/2])."""
-    rows = [
-        (int(a[0]), int(a[1]), a[2] == "must", len(a) < 4, 0.0 if len(a) < 4 else float(a[3]))
-        for a in answers
-    ]
+    """The data of a fit: ``X`` (n, D) and the answers, a :class:`~jaxclust.Constraints` or what
+    :meth:`~jaxclust.Constraints.from_answers` reads: ``(i, j, "must" | "cannot")`` (hard) or ``(i, j, "must" |
+    "cannot", eps)`` (wrong with probability ``eps`` in (0, 1/2]). Bad items, kinds, rates and contradicting hard
+    answers get the named errors of :class:`~jaxclust.Constraints`."""
+    n = int(np.shape(X)[0])
+    cons = answers if isinstance(answers, Constraints) else Constraints.from_answers(n, list(answers))
+    if cons.n != n:
+        raise InvalidInputError(f"answers: built for {cons.n} items, X has {n} rows")
+    rows = [(a, b, kind == "must", True, 0.25) for a, b, kind in cons.pairs]
+    rows += [(a, b, kind == "must", False, float(eps)) for a, b, kind, eps in cons.answers]
     i = np.array([r[0] for r in rows], np.int32)
     j = np.array([r[1] for r in rows], np.int32)
     must = np.array([r[2] for r in rows], bool)
     hard = np.array([r[3] for r in rows], bool)
-    eps = np.array([r[4] if not r[3] else 0.25 for r in rows], np.float64)
+    eps = np.array([r[4] for r in rows], np.float64)  # a hard answer's rate is unused
     weight = np.log((1.0 - eps) / eps) * np.where(must, 1.0, -1.0)
     return NestedData(
         jnp.asarray(X, dtype),
@@ -519,7 +525,7 @@ def _component_split_merge_step(_, carry, data: NestedData, prior: NestedPrior, 
         a, b, log_q, z_new, key = acc
         item = order[t]
         x = X[item]
-        move = members[item] & (item != i) & (item != ob)
+        move = members[item] & (item != i) & (item != j)
         key, sub = jax.random.split(key)
         plus_a, plus_b = _welford_add(*a, x), _welford_add(*b, x)
 
@@ -539,7 +545,6 @@ def _component_split_merge_step(_, carry, data: NestedData, prior: NestedPrior, 
         z_new = z_new.at[item].set(jnp.where(move, jnp.where(to_a, zi, k_b), z_new[item]))
         return a, b, log_q, z_new, key
 
-    ob = j
     z_split = state.z.at[j].set(jnp.where(do_split, k_b, state.z[j]))
     side_a, side_b, log_q_split, z_split, _ = jax.lax.fori_loop(
         0, n, allocate, (side_a, side_b, jnp.zeros((), X.dtype), z_split, k_alloc)

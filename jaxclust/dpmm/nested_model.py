@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from jaxclust.coclustering import least_squares_sample, relabel
 from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.dpmm import nested as N
-from jaxclust.validation import Int, Real, check_array, check_fitted, seed_from, validate_params
+from jaxclust.validation import Int, Real, check_array, seed_from, validate_params
 
 __all__ = ["NestedDPMM"]
 
@@ -133,7 +133,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
             jnp.float32(p["shape"]),
             jnp.full(D, p["scale"] * (p["shape"] - 1.0), jnp.float32),
         )
-        data = N.prepare(Xs, _answers(cons))
+        data = N.prepare(Xs, cons)
         init = None if init_labels is None else np.atleast_2d(np.asarray(init_labels))
         starts = [
             _start(n, cons, None if init is None else init[c % len(init)]) for c in range(p["n_chains"])
@@ -167,7 +167,3 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
 
     def fit_predict(self, X, y=None, constraints=None, **kw) -> np.ndarray:
         return self.fit(X, constraints=constraints, **kw).labels_
-
-    def n_classes(self) -> int:
-        check_fitted(self, "labels_", "n_classes")
-        return int(len(np.unique(self.labels_)))

@@ -321,3 +321,14 @@ def test_each_moves_conditional_is_the_ratio_of_log_joints(x64, X, answers):
             scores, lj, real = np.asarray(scores), np.asarray(lj), np.asarray(real)
             assert np.all(np.isneginf(scores[~real]))
             np.testing.assert_allclose(_normalised(scores[real]), _normalised(lj[real]), rtol=0, atol=1e-9)
+
+
+def test_bad_answers_get_the_named_errors_of_constraints():
+    from jaxclust.errors import ConstraintConflictError, ConstraintError
+
+    with pytest.raises(ConstraintError, match="index 9 is out of range for 4 items"):
+        N.prepare(X4, [(0, 9, "must")])
+    with pytest.raises(ConstraintConflictError, match="contradictory constraints"):
+        N.prepare(X4, [(0, 1, "must"), (1, 2, "must"), (0, 2, "cannot")])
+    with pytest.raises(ConstraintError, match=r"\[0, 0.5\]"):
+        N.prepare(X4, [(0, 1, "must", 0.7)])
