@@ -445,7 +445,7 @@ def component_sweep(key, state: NestedState, data: NestedData, prior: NestedPrio
 
 
 def _split_merge_step(_, carry, data: NestedData, prior: NestedPrior, alpha, gamma, C: int):
-    state, key, accepted, proposed = carry
+    state, key, accepted, proposed, overflow = carry
     key, k_pair, k_sides, k_accept = jax.random.split(key, 4)
     n = data.X.shape[0]
     i, j = jax.random.choice(k_pair, n, (2,), replace=False)
@@ -459,7 +459,7 @@ def _split_merge_step(_, carry, data: NestedData, prior: NestedPrior, alpha, gam
     # class (the reverse of a merge that had picked the same two items)
     merged = state._replace(u=jnp.where(state.u == cj, ci, state.u))
     n_class = jax.ops.segment_sum(state.count, jnp.where(state.u >= 0, state.u, C), num_segments=C + 1)[:C]
-    c_free, _ = _first_free(n_class > 0)
+    c_free, any_c = _first_free(n_class > 0)
     zi, zj = state.z[i], state.z[j]
     coin = jax.random.bernoulli(k_sides, 0.5, state.u.shape)
     to_new = in_class & ((jnp.arange(state.u.shape[0]) == zj) | (coin & (jnp.arange(state.u.shape[0]) != zi)))
@@ -471,9 +471,10 @@ def _split_merge_step(_, carry, data: NestedData, prior: NestedPrior, alpha, gam
     before = log_joint(state, data, prior, alpha, gamma, C)
     after = log_joint(proposal, data, prior, alpha, gamma, C)
     log_ratio = after - before + log_q
-    ok = (do_merge | do_split) & (jnp.log(jax.random.uniform(k_accept)) < log_ratio)
+    ok = (do_merge | (do_split & any_c)) & (jnp.log(jax.random.uniform(k_accept)) < log_ratio)
     state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), proposal, state)
-    return state, key, accepted + ok.astype(jnp.int32), proposed + (do_merge | do_split).astype(jnp.int32)
+    counts = (accepted + ok.astype(jnp.int32), proposed + (do_merge | do_split).astype(jnp.int32))
+    return state, key, *counts, overflow | (do_split & ~any_c)
 
 
 def class_split_merge(
@@ -484,18 +485,18 @@ def class_split_merge(
     propose cutting the class in two, each other component going to either side with probability 1/2. Must-linked
     components follow through the hard answers (a cut between them has probability 0). Returns ``(state, info)``
     with the merges and splits proposed and accepted counted together as merges."""
-    state, _, acc, prop = jax.lax.fori_loop(
+    state, _, acc, prop, overflow = jax.lax.fori_loop(
         0,
         n_proposals,
         lambda s, c: _split_merge_step(s, c, data, prior, alpha, gamma, C),
-        (state, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)),
+        (state, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), jnp.zeros((), bool)),
     )
-    return state, no_moves()._replace(proposed_merges=prop, accepted_merges=acc)
+    return state, no_moves()._replace(proposed_merges=prop, accepted_merges=acc, overflow=overflow)
 
 
 def _component_split_merge_step(_, carry, data: NestedData, prior: NestedPrior, alpha, gamma, C: int):
     """One sequentially allocated split-merge proposal of components inside a class (Dahl 2003)."""
-    state, key, accepted, proposed = carry
+    state, key, accepted, proposed, overflow = carry
     key, k_pair, k_order, k_alloc, k_accept = jax.random.split(key, 5)
     X = data.X
     n = X.shape[0]
@@ -559,7 +560,8 @@ def _component_split_merge_step(_, carry, data: NestedData, prior: NestedPrior, 
     )
     ok = (do_merge | (do_split & any_k)) & (jnp.log(jax.random.uniform(k_accept)) < log_ratio + log_q)
     state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), proposal, state)
-    return state, key, accepted + ok.astype(jnp.int32), proposed + (do_merge | do_split).astype(jnp.int32)
+    counts = (accepted + ok.astype(jnp.int32), proposed + (do_merge | do_split).astype(jnp.int32))
+    return state, key, *counts, overflow | (do_split & ~any_k)
 
 
 def init_from(z, u, data: NestedData, K: int) -> NestedState:
@@ -579,10 +581,10 @@ def component_split_merge(
     it fits given the items placed so far; in two components, propose uniting them. Lets a component that spans
     two shapes split (and two halves of one shape merge) in one step. Returns ``(state, info)``, the proposals
     counted as splits."""
-    state, _, acc, prop = jax.lax.fori_loop(
+    state, _, acc, prop, overflow = jax.lax.fori_loop(
         0,
         n_proposals,
         lambda s, c: _component_split_merge_step(s, c, data, prior, alpha, gamma, C),
-        (state, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)),
+        (state, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), jnp.zeros((), bool)),
     )
-    return state, no_moves()._replace(proposed_splits=prop, accepted_splits=acc)
+    return state, no_moves()._replace(proposed_splits=prop, accepted_splits=acc, overflow=overflow)

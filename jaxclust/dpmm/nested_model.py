@@ -8,6 +8,8 @@ exact samples with ``propagation="pairs"``.
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,6 +18,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from jaxclust.coclustering import least_squares_sample, relabel
 from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.dpmm import nested as N
+from jaxclust.dpmm.capacity import SlotPolicy, initial_capacity
 from jaxclust.validation import Int, Real, check_array, seed_from, validate_params
 
 __all__ = ["NestedDPMM"]
@@ -27,14 +30,59 @@ def _answers(cons: Constraints | None) -> list[tuple]:
     return [tuple(p) for p in cons.pairs] + [tuple(a) for a in cons.answers]
 
 
-def _start(n: int, cons: Constraints, init_labels) -> tuple[np.ndarray, np.ndarray]:
-    """Each item its own component; classes: ``init_labels`` when given and allowed by every hard answer, else
-    one class per must-linked group."""
+def _start(cons: Constraints, init_labels) -> np.ndarray:
+    """Each chain's starting classes, one component per class: ``init_labels`` when given and allowed by every hard
+    answer, else a greedy colouring of the must-linked groups (groups of one colour share no answer), so with no
+    answers every item starts in one class and one component."""
     if init_labels is not None:
         cls = relabel(np.asarray(init_labels))
         if not cons.check_assignment(cls):
-            return np.arange(n), cls
-    return np.arange(n), relabel(np.asarray(cons.group_of))
+            return cls
+    colour, _ = cons.colouring()
+    return relabel(colour[np.asarray(cons.group_of)])
+
+
+def _pad(state: N.NestedState, K: int) -> N.NestedState:
+    """``state`` (chains, ...) with ``K`` component and class slots (the new ones empty)."""
+    extra = K - state.u.shape[-1]
+    if extra <= 0:
+        return state
+
+    def grow(a, fill):
+        width = [(0, 0)] * a.ndim
+        width[1] = (0, extra)
+        return jnp.pad(a, width, constant_values=fill)
+
+    return N.NestedState(
+        state.z, grow(state.u, -1), grow(state.count, 0), grow(state.mean, 0.0), grow(state.scatter, 0.0)
+    )
+
+
+# sweeps run between two checks of the slots
+_BLOCK = 10
+
+
+@partial(jax.jit, static_argnums=(5, 6))
+def _run_block(state, keys, data, prior, alpha, gamma, n_split_merge):
+    """Sweeps of every chain, one per key (chains, B): ``(state, (classes, components, overflow))``, the labels
+    (chains, B, n) after each sweep and whether a chain lacked a slot (chains,)."""
+    C = state.u.shape[-1]
+
+    def sweep(carry, key):
+        st, over = carry
+        k1, k2, k3, k4 = jax.random.split(key, 4)
+        st, i1 = N.item_sweep(k1, st, data, prior, alpha, gamma, C)
+        st, i2 = N.component_sweep(k2, st, data, prior, alpha, gamma, C)
+        st, i3 = N.class_split_merge(k3, st, data, prior, alpha, gamma, C, n_split_merge)
+        st, i4 = N.component_split_merge(k4, st, data, prior, alpha, gamma, C, n_split_merge)
+        over = over | i1.overflow | i2.overflow | i3.overflow | i4.overflow
+        return (st, over), (N.class_labels(st), st.z)
+
+    def chain(st, ks):
+        (st, over), labels = jax.lax.scan(sweep, (st, jnp.zeros((), bool)), ks)
+        return st, labels + (over,)
+
+    return jax.vmap(chain)(state, keys)
 
 
 class NestedDPMM(ClusterMixin, BaseEstimator):
@@ -50,8 +98,10 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     ``1/sqrt(kappa_component)`` of them from their class's mean); a Gamma(``shape``, ``scale * (shape - 1)``)
     precision, so a component's expected variance is ``scale`` times a column's.
 
-    Every chain holds ``n`` component and ``n`` class slots, so nothing overflows and a sweep costs
-    ``O(n^2 D)``: meant for up to a few thousand items.
+    The chains start with one component per class (with no answers, every item in one class); each holds ``K``
+    component and as many class slots, ``K`` growing (with a recompile) when a chain runs short, and the block of
+    sweeps that ran short redone with the same keys, so no kept sample comes from a truncated sampler. A sweep
+    costs ``O(n K D)``.
 
     Parameters
     ----------
@@ -135,32 +185,38 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         )
         data = N.prepare(Xs, cons)
         init = None if init_labels is None else np.atleast_2d(np.asarray(init_labels))
-        starts = [
-            _start(n, cons, None if init is None else init[c % len(init)]) for c in range(p["n_chains"])
-        ]
-        z0 = jnp.asarray(np.stack([s[0] for s in starts]), jnp.int32)
-        c0 = jnp.asarray(np.stack([s[1] for s in starts]), jnp.int32)
-        a, g, m = p["alpha"], p["gamma"], p["n_split_merge"]
+        starts = np.stack(
+            [_start(cons, None if init is None else init[c % len(init)]) for c in range(p["n_chains"])]
+        )
+        policy = SlotPolicy(initial_capacity(int(starts.max()) + 1, n), n, n)
+        K = policy.capacity
+        state = jax.vmap(lambda c: N.init(c, jnp.arange(K), data, K))(jnp.asarray(starts, jnp.int32))
         n_sweeps = burn + p["n_samples"] * p["thin"]
-
-        def sweep(st, key):
-            k1, k2, k3, k4 = jax.random.split(key, 4)
-            st, _ = N.item_sweep(k1, st, data, prior, a, g, n)
-            st, _ = N.component_sweep(k2, st, data, prior, a, g, n)
-            st, _ = N.class_split_merge(k3, st, data, prior, a, g, n, m)
-            st, _ = N.component_split_merge(k4, st, data, prior, a, g, n, m)
-            return st, (N.class_labels(st), st.z)
-
-        def chain(key, z, c):
-            _, (cls, comp) = jax.lax.scan(sweep, N.init(z, c, data, n), jax.random.split(key, n_sweeps))
-            keep = slice(burn + p["thin"] - 1, None, p["thin"])
-            return cls[keep], comp[keep], cls[-1]
-
-        keys = jax.random.split(jax.random.key(seed_from(self.random_state)), p["n_chains"])
-        cls, comp, final = jax.jit(jax.vmap(chain))(keys, z0, c0)
-        self.samples_ = relabel(np.asarray(cls).reshape(-1, n))
-        self.components_ = relabel(np.asarray(comp).reshape(-1, n))
-        self.final_labels_ = relabel(np.asarray(final))
+        keys = jax.random.split(jax.random.key(seed_from(self.random_state)), (p["n_chains"], n_sweeps))
+        cls, comp = [], []
+        for lo in range(0, n_sweeps, _BLOCK):
+            block = keys[:, lo : lo + _BLOCK]
+            while True:
+                out, (c_b, z_b, overflow) = _run_block(
+                    state, block, data, prior, p["alpha"], p["gamma"], p["n_split_merge"]
+                )
+                if not bool(jnp.any(overflow)):
+                    break
+                K = policy.after_overflow()  # a chain lacked a slot: redo the block with more, same keys
+                state = _pad(state, K)
+            state = out
+            cls.append(np.asarray(c_b))
+            comp.append(np.asarray(z_b))
+            grown = policy.after_block(int(jnp.max(jnp.sum(state.count > 0, -1))), lo + _BLOCK >= n_sweeps)
+            if grown is not None:
+                state = _pad(state, grown)
+        keep = slice(burn + p["thin"] - 1, None, p["thin"])
+        cls = np.concatenate(cls, 1)
+        comp = np.concatenate(comp, 1)
+        self.n_slots_ = policy.capacity
+        self.samples_ = relabel(cls[:, keep].reshape(-1, n))
+        self.components_ = relabel(comp[:, keep].reshape(-1, n))
+        self.final_labels_ = relabel(cls[:, -1])
         self.labels_ = self.samples_[least_squares_sample(self.samples_)]
         self.n_features_in_ = D
         return self
