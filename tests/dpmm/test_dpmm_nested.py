@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from jaxclust.dpmm import NormalGamma
+from jaxclust import NestedDPMM
+from jaxclust.dpmm import NormalGamma, nested_model
 from jaxclust.dpmm import nested as N
 
 PRIOR = N.NestedPrior(
@@ -332,3 +333,53 @@ def test_bad_answers_get_the_named_errors_of_constraints():
         N.prepare(X4, [(0, 1, "must"), (1, 2, "must"), (0, 2, "cannot")])
     with pytest.raises(ConstraintError, match=r"\[0, 0.5\]"):
         N.prepare(X4, [(0, 1, "must", 0.7)])
+
+
+def test_slots_that_run_short_grow_and_the_kept_samples_stay_exact(monkeypatch):
+    """Chains started with 2 slots on 4 items run short, grow and redo the block: the (class, component)
+    labellings kept still follow the posterior enumerated over every labelling (TV within sampling error)."""
+    monkeypatch.setattr(nested_model, "initial_capacity", lambda *a, **k: 2)
+    monkeypatch.setattr(nested_model, "least_squares_sample", lambda samples: 0)  # O(S²): not under test
+    calls, run_block = [], nested_model._run_block
+
+    def recorded(state, keys, *rest):
+        out = run_block(state, keys, *rest)
+        calls.append((state.u.shape[-1], np.asarray(jax.random.key_data(keys)), bool(np.any(out[1][2]))))
+        return out
+
+    monkeypatch.setattr(nested_model, "_run_block", recorded)
+    x4 = np.array([[-1.2], [-0.7], [0.9], [1.6]])
+    params = {
+        "alpha": 0.7,
+        "gamma": 1.3,
+        "kappa_class": 0.2,
+        "kappa_component": 0.5,
+        "shape": 2.0,
+        "scale": 0.6,
+    }
+    model = NestedDPMM(
+        n_chains=64, n_burnin=50, n_samples=550, thin=1, n_split_merge=2, random_state=0, **params
+    )
+    model.fit(x4)
+    assert model.n_slots_ == 4
+    # the first block ran short with 2 slots and was redone with 4 and the same keys; no kept block ran short
+    assert [c[0] for c in calls[:2]] == [2, 4] and calls[0][2] and not any(c[2] for c in calls[1:])
+    np.testing.assert_array_equal(calls[0][1], calls[1][1])
+    xs = (x4 - x4.mean(0)) / x4.std(0)
+    prior = N.NestedPrior(jnp.zeros(1), jnp.array(0.2), jnp.array(0.5), jnp.array(2.0), jnp.array([0.6]))
+    data = N.prepare(xs)
+    exact = {}
+    for z, classes in labellings(4):
+        exact[canonical(z, classes[z])] = float(
+            N.log_joint(N.init(z, classes, data, 4), data, prior, 0.7, 1.3, 4)
+        )
+    lj = np.array(list(exact.values()))
+    p = np.exp(lj - lj.max())
+    exact = dict(zip(exact, p / p.sum(), strict=True))
+    counts: dict = {}
+    for z, c in zip(model.components_, model.samples_, strict=True):
+        key = canonical(z, c)
+        counts[key] = counts.get(key, 0) + 1
+    total = sum(counts.values())
+    tv = 0.5 * sum(abs(counts.get(k, 0) / total - q) for k, q in exact.items())
+    assert tv < 0.03, tv
