@@ -19,6 +19,7 @@ from jaxclust.coclustering import least_squares_sample, relabel
 from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.dpmm import nested as N
 from jaxclust.dpmm.capacity import SlotPolicy, initial_capacity
+from jaxclust.kmeans import kmeans
 from jaxclust.validation import Int, Real, check_array, seed_from, validate_params
 
 __all__ = ["NestedDPMM"]
@@ -30,16 +31,35 @@ def _answers(cons: Constraints | None) -> list[tuple]:
     return [tuple(p) for p in cons.pairs] + [tuple(a) for a in cons.answers]
 
 
+# k-means pieces each start class is cut into
+START_PIECES = 16
+
+
 def _start(cons: Constraints, init_labels) -> np.ndarray:
-    """Each chain's starting classes, one component per class: ``init_labels`` when given and allowed by every hard
+    """Each chain's starting classes: ``init_labels`` when given and allowed by every hard
     answer, else a greedy colouring of the must-linked groups (groups of one colour share no answer), so with no
-    answers every item starts in one class and one component."""
+    answers every item starts in one class."""
     if init_labels is not None:
         cls = relabel(np.asarray(init_labels))
         if not cons.check_assignment(cls):
             return cls
     colour, _ = cons.colouring()
     return relabel(colour[np.asarray(cons.group_of)])
+
+
+def _components(X, starts: np.ndarray, key) -> tuple[np.ndarray, np.ndarray]:
+    """Each chain's starting components (chains, n) and each component's class (chains, n): its start classes
+    ``starts`` (chains, n) cut by k-means into at most ``START_PIECES`` pieces (a different k-means++ seeding per
+    chain). Singletons or one component per class start the chains far from the posterior's mass, where the
+    sweeps spend their budget joining or cutting."""
+    n = X.shape[0]
+    comps = np.zeros_like(starts)
+    comp_class = np.zeros_like(starts)
+    for r, (cls, key_r) in enumerate(zip(starts, jax.random.split(key, len(starts)), strict=True)):
+        pieces = np.asarray(kmeans(key_r, jnp.asarray(X), min(START_PIECES, n), n_init=1).labels)
+        comps[r] = relabel(cls * (pieces.max() + 1) + pieces)
+        comp_class[r, comps[r]] = cls
+    return comps, comp_class
 
 
 def _pad(state: N.NestedState, K: int) -> N.NestedState:
@@ -98,7 +118,8 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     ``1/sqrt(kappa_component)`` of them from their class's mean); a Gamma(``shape``, ``scale * (shape - 1)``)
     precision, so a component's expected variance is ``scale`` times a column's.
 
-    The chains start with one component per class (with no answers, every item in one class); each holds ``K``
+    Each chain starts from classes that break no hard answer (with no answers, one class), each cut into up to
+    16 components by k-means; it holds ``K``
     component and as many class slots, ``K`` growing (with a recompile) when a chain runs short, and the block of
     sweeps that ran short redone with the same keys, so no kept sample comes from a truncated sampler. A sweep
     costs ``O(n K D)``.
@@ -188,11 +209,16 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         starts = np.stack(
             [_start(cons, None if init is None else init[c % len(init)]) for c in range(p["n_chains"])]
         )
-        policy = SlotPolicy(initial_capacity(int(starts.max()) + 1, n), n, n)
+        root = jax.random.key(seed_from(self.random_state))
+        k_start, k_run = jax.random.split(root)
+        comps, comp_class = _components(Xs, starts, k_start)
+        policy = SlotPolicy(initial_capacity(int(comps.max()) + 1, n), n, n)
         K = policy.capacity
-        state = jax.vmap(lambda c: N.init(c, jnp.arange(K), data, K))(jnp.asarray(starts, jnp.int32))
+        state = jax.vmap(lambda z, c: N.init(z, c[:K], data, K))(
+            jnp.asarray(comps, jnp.int32), jnp.asarray(comp_class)
+        )
         n_sweeps = burn + p["n_samples"] * p["thin"]
-        keys = jax.random.split(jax.random.key(seed_from(self.random_state)), (p["n_chains"], n_sweeps))
+        keys = jax.random.split(k_run, (p["n_chains"], n_sweeps))
         cls, comp = [], []
         for lo in range(0, n_sweeps, _BLOCK):
             block = keys[:, lo : lo + _BLOCK]

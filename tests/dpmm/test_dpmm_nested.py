@@ -338,6 +338,7 @@ def test_bad_answers_get_the_named_errors_of_constraints():
 def test_slots_that_run_short_grow_and_the_kept_samples_stay_exact(monkeypatch):
     """Chains started with 2 slots on 4 items run short, grow and redo the block: the (class, component)
     labellings kept still follow the posterior enumerated over every labelling (TV within sampling error)."""
+    monkeypatch.setattr(nested_model, "START_PIECES", 1)  # one class of one component
     monkeypatch.setattr(nested_model, "initial_capacity", lambda *a, **k: 2)
     monkeypatch.setattr(nested_model, "least_squares_sample", lambda samples: 0)  # O(S²): not under test
     calls, run_block = [], nested_model._run_block
