@@ -19,7 +19,6 @@ from jaxclust.coclustering import least_squares_sample, relabel
 from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.dpmm import nested as N
 from jaxclust.dpmm.capacity import SlotPolicy, initial_capacity
-from jaxclust.kmeans import kmeans
 from jaxclust.validation import Int, Real, check_array, seed_from, validate_params
 
 __all__ = ["NestedDPMM"]
@@ -31,35 +30,35 @@ def _answers(cons: Constraints | None) -> list[tuple]:
     return [tuple(p) for p in cons.pairs] + [tuple(a) for a in cons.answers]
 
 
-# k-means pieces each start class is cut into
-START_PIECES = 16
-
-
 def _start(cons: Constraints, init_labels) -> np.ndarray:
-    """Each chain's starting classes: ``init_labels`` when given and allowed by every hard
-    answer, else a greedy colouring of the must-linked groups (groups of one colour share no answer), so with no
-    answers every item starts in one class."""
+    """Each chain's starting classes: ``init_labels`` when given and allowed by every hard answer, else one class
+    per must-linked group. Every item starts as its own component. (Starting from few classes, e.g. a colouring
+    of the groups, mixes far worse: the sweeps then have to cut one class that holds most items.)"""
     if init_labels is not None:
         cls = relabel(np.asarray(init_labels))
         if not cons.check_assignment(cls):
             return cls
-    colour, _ = cons.colouring()
-    return relabel(colour[np.asarray(cons.group_of)])
+    return relabel(np.asarray(cons.group_of))
 
 
-def _components(X, starts: np.ndarray, key) -> tuple[np.ndarray, np.ndarray]:
-    """Each chain's starting components (chains, n) and each component's class (chains, n): its start classes
-    ``starts`` (chains, n) cut by k-means into at most ``START_PIECES`` pieces (a different k-means++ seeding per
-    chain). Singletons or one component per class start the chains far from the posterior's mass, where the
-    sweeps spend their budget joining or cutting."""
-    n = X.shape[0]
-    comps = np.zeros_like(starts)
-    comp_class = np.zeros_like(starts)
-    for r, (cls, key_r) in enumerate(zip(starts, jax.random.split(key, len(starts)), strict=True)):
-        pieces = np.asarray(kmeans(key_r, jnp.asarray(X), min(START_PIECES, n), n_init=1).labels)
-        comps[r] = relabel(cls * (pieces.max() + 1) + pieces)
-        comp_class[r, comps[r]] = cls
-    return comps, comp_class
+def _compact(state: N.NestedState, K: int) -> N.NestedState:
+    """``state`` (chains, ...) with its occupied components and their classes moved to the first of ``K`` slots
+    (the partition unchanged): fewer slots once the chains have left a start with many components."""
+    z, u, count = np.asarray(state.z), np.asarray(state.u), np.asarray(state.count)
+    mean, scatter = np.asarray(state.mean), np.asarray(state.scatter)
+    R, D = len(z), mean.shape[-1]
+    out = (np.zeros_like(z), np.full((R, K), -1, u.dtype), np.zeros((R, K), count.dtype))
+    stats = (np.zeros((R, K, D), mean.dtype), np.zeros((R, K, D), scatter.dtype))
+    for r in range(R):
+        occ = np.flatnonzero(count[r] > 0)
+        rank = np.zeros(len(count[r]), np.int64)
+        rank[occ] = np.arange(len(occ))
+        out[0][r] = rank[z[r]]
+        out[1][r, : len(occ)] = relabel(u[r, occ])
+        out[2][r, : len(occ)] = count[r, occ]
+        stats[0][r, : len(occ)] = mean[r, occ]
+        stats[1][r, : len(occ)] = scatter[r, occ]
+    return N.NestedState(*(jnp.asarray(a) for a in out + stats))
 
 
 def _pad(state: N.NestedState, K: int) -> N.NestedState:
@@ -118,11 +117,11 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     ``1/sqrt(kappa_component)`` of them from their class's mean); a Gamma(``shape``, ``scale * (shape - 1)``)
     precision, so a component's expected variance is ``scale`` times a column's.
 
-    Each chain starts from classes that break no hard answer (with no answers, one class), each cut into up to
-    16 components by k-means; it holds ``K``
-    component and as many class slots, ``K`` growing (with a recompile) when a chain runs short, and the block of
-    sweeps that ran short redone with the same keys, so no kept sample comes from a truncated sampler. A sweep
-    costs ``O(n K D)``.
+    Each chain starts with every item its own component and one class per must-linked group. It holds ``K``
+    component and as many class slots: ``n`` for the first 10 sweeps, then (one recompile) the chains' largest
+    number of components plus a quarter; ``K`` grows when a chain runs short, and the block of sweeps that ran
+    short is redone with the same keys, so no kept sample comes from a truncated sampler. A sweep costs
+    ``O(n K D)``.
 
     Parameters
     ----------
@@ -141,6 +140,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     components_ : ndarray (n_chains * n_samples, n) - the component of each item in the same samples
     labels_ : ndarray (n,) - the class labelling of least Binder loss to the others
     final_labels_ : ndarray (n_chains, n) - each chain's last class labelling (a warm start for the next fit)
+    n_slots_ : int - component (and class) slots per chain at the end, a compiled shape
     """
 
     _parameter_constraints = {
@@ -209,16 +209,10 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         starts = np.stack(
             [_start(cons, None if init is None else init[c % len(init)]) for c in range(p["n_chains"])]
         )
-        root = jax.random.key(seed_from(self.random_state))
-        k_start, k_run = jax.random.split(root)
-        comps, comp_class = _components(Xs, starts, k_start)
-        policy = SlotPolicy(initial_capacity(int(comps.max()) + 1, n), n, n)
-        K = policy.capacity
-        state = jax.vmap(lambda z, c: N.init(z, c[:K], data, K))(
-            jnp.asarray(comps, jnp.int32), jnp.asarray(comp_class)
-        )
+        policy = SlotPolicy(n, n, n)  # the start's n components; fewer once the chains have left it
+        state = jax.vmap(lambda c: N.init(jnp.arange(n), c, data, n))(jnp.asarray(starts, jnp.int32))
         n_sweeps = burn + p["n_samples"] * p["thin"]
-        keys = jax.random.split(k_run, (p["n_chains"], n_sweeps))
+        keys = jax.random.split(jax.random.key(seed_from(self.random_state)), (p["n_chains"], n_sweeps))
         cls, comp = [], []
         for lo in range(0, n_sweeps, _BLOCK):
             block = keys[:, lo : lo + _BLOCK]
@@ -233,9 +227,13 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
             state = out
             cls.append(np.asarray(c_b))
             comp.append(np.asarray(z_b))
-            grown = policy.after_block(int(jnp.max(jnp.sum(state.count > 0, -1))), lo + _BLOCK >= n_sweeps)
+            occupied = int(jnp.max(jnp.sum(state.count > 0, -1)))
+            grown = policy.after_block(occupied, lo + _BLOCK >= n_sweeps)
             if grown is not None:
                 state = _pad(state, grown)
+            elif policy.capacity > 2 * initial_capacity(occupied, n):  # left a roomy start: recompile smaller
+                policy.capacity = initial_capacity(occupied, n)
+                state = _compact(state, policy.capacity)
         keep = slice(burn + p["thin"] - 1, None, p["thin"])
         cls = np.concatenate(cls, 1)
         comp = np.concatenate(comp, 1)

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import integrate, stats
+from sklearn.metrics import adjusted_rand_score
 
 from jaxclust import NestedDPMM
 from jaxclust.dpmm import NormalGamma, nested_model
@@ -335,20 +336,10 @@ def test_bad_answers_get_the_named_errors_of_constraints():
         N.prepare(X4, [(0, 1, "must", 0.7)])
 
 
-def test_slots_that_run_short_grow_and_the_kept_samples_stay_exact(monkeypatch):
-    """Chains started with 2 slots on 4 items run short, grow and redo the block: the (class, component)
-    labellings kept still follow the posterior enumerated over every labelling (TV within sampling error)."""
-    monkeypatch.setattr(nested_model, "START_PIECES", 1)  # one class of one component
-    monkeypatch.setattr(nested_model, "initial_capacity", lambda *a, **k: 2)
+def test_the_estimators_kept_samples_follow_the_exact_posterior(monkeypatch):
+    """``NestedDPMM.fit`` (its start, its blocks of sweeps, its sample collection) on 4 items: the (class,
+    component) labellings kept follow the posterior enumerated over every labelling (TV within sampling error)."""
     monkeypatch.setattr(nested_model, "least_squares_sample", lambda samples: 0)  # O(S²): not under test
-    calls, run_block = [], nested_model._run_block
-
-    def recorded(state, keys, *rest):
-        out = run_block(state, keys, *rest)
-        calls.append((state.u.shape[-1], np.asarray(jax.random.key_data(keys)), bool(np.any(out[1][2]))))
-        return out
-
-    monkeypatch.setattr(nested_model, "_run_block", recorded)
     x4 = np.array([[-1.2], [-0.7], [0.9], [1.6]])
     params = {
         "alpha": 0.7,
@@ -362,10 +353,6 @@ def test_slots_that_run_short_grow_and_the_kept_samples_stay_exact(monkeypatch):
         n_chains=64, n_burnin=50, n_samples=550, thin=1, n_split_merge=2, random_state=0, **params
     )
     model.fit(x4)
-    assert model.n_slots_ == 4
-    # the first block ran short with 2 slots and was redone with 4 and the same keys; no kept block ran short
-    assert [c[0] for c in calls[:2]] == [2, 4] and calls[0][2] and not any(c[2] for c in calls[1:])
-    np.testing.assert_array_equal(calls[0][1], calls[1][1])
     xs = (x4 - x4.mean(0)) / x4.std(0)
     prior = N.NestedPrior(jnp.zeros(1), jnp.array(0.2), jnp.array(0.5), jnp.array(2.0), jnp.array([0.6]))
     data = N.prepare(xs)
@@ -384,3 +371,49 @@ def test_slots_that_run_short_grow_and_the_kept_samples_stay_exact(monkeypatch):
     total = sum(counts.values())
     tv = 0.5 * sum(abs(counts.get(k, 0) / total - q) for k, q in exact.items())
     assert tv < 0.03, tv
+
+
+def test_compacting_the_slots_keeps_the_labelling_and_the_log_joint():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(9, 2))
+    data = N.prepare(x, [(0, 1, "must"), (2, 3, "cannot")])
+    z = np.array([7, 7, 2, 5, 5, 2, 0, 7, 5])  # components in scattered slots of 10
+    cls = np.array([3, -1, 1, -1, -1, 3, -1, 3, -1, -1])  # their classes in scattered slots
+    st = N.init(z, cls, data, 10)
+    small = nested_model._compact(jax.tree.map(lambda a: a[None], st), 4)
+    small = jax.tree.map(lambda a: a[0], small)
+    assert small.u.shape == (4,)
+    assert canonical(small.z, N.class_labels(small)) == canonical(st.z, N.class_labels(st))
+    before = float(
+        N.log_joint(st, data, PRIOR._replace(mean=jnp.zeros(2), rate=jnp.full(2, 0.6)), 1.0, 1.0, 10)
+    )
+    after = float(
+        N.log_joint(small, data, PRIOR._replace(mean=jnp.zeros(2), rate=jnp.full(2, 0.6)), 1.0, 1.0, 4)
+    )
+    assert after == pytest.approx(before, rel=1e-6)
+
+
+def test_slots_shrink_after_the_start_and_a_block_that_runs_short_is_redone(monkeypatch):
+    """90 items in 3 tight blobs: the chains start with 90 slots, drop to what they use after the first block,
+    and, given no headroom, run short, grow and redo that block with the same keys; no kept block ran short."""
+    monkeypatch.setattr(nested_model, "initial_capacity", lambda occupied, *a, **k: occupied)  # no headroom
+    calls, run_block = [], nested_model._run_block
+
+    def recorded(state, keys, *rest):
+        out = run_block(state, keys, *rest)
+        calls.append((state.u.shape[-1], np.asarray(jax.random.key_data(keys)), bool(np.any(out[1][2]))))
+        return out
+
+    monkeypatch.setattr(nested_model, "_run_block", recorded)
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 30)
+    x = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])[y] + rng.normal(scale=0.3, size=(90, 2))
+    model = NestedDPMM(n_chains=2, n_burnin=20, n_samples=2, thin=5, scale=0.01, random_state=0).fit(x)
+    assert calls[0][0] == 90 and calls[1][0] < 90  # the start's slots, then fewer
+    redo = [k for k in range(1, len(calls)) if calls[k - 1][2]]
+    assert redo, "no block ran short"
+    for k in redo:  # redone with more slots and the same keys
+        assert calls[k][0] > calls[k - 1][0]
+        np.testing.assert_array_equal(calls[k][1], calls[k - 1][1])
+    assert not calls[-1][2]
+    assert adjusted_rand_score(y, model.labels_) == 1.0
