@@ -9,8 +9,9 @@ standardised; one text column names the items, another may give context shown wi
     lender,"the lender raised the rate",0.10,3.10,-0.90
 
 or texts: a ``.txt`` file with one text per line, a CSV with a text column (``text_column``), JSON lines with a
-``text`` field; texts are turned into features by TF-IDF -> truncated SVD -> standardised
-(:class:`jaxclust.text.TextFeaturizer`; no download), saved with the store (:mod:`jaxclust.apps.features`). Or
+``text`` field; texts are turned into features by meaning (WordLlama embeddings, offline, when
+``jaxclust[text]`` is installed, else TF-IDF -> truncated SVD -> standardised; ``--features`` picks, see
+:func:`jaxclust.text.text_featurizer`), saved with the store (:mod:`jaxclust.apps.features`). Or
 your own embeddings: a ``.npy`` array, or a CSV of numbers. Each question shows both items (their names and
 texts, long texts cut at 300 characters).
 
@@ -53,6 +54,7 @@ from jaxclust.apps.opening import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_STOP_ENTROPY,
     DEFAULT_STRATEGY,
+    feature_words,
     open_session,
 )
 from jaxclust.errors import InvalidInputError, JaxclustWarning, StoreError
@@ -214,7 +216,8 @@ def run_annotate(
     shared : bool
         Several annotators on one SQLite store at once (see :class:`~jaxclust.active.AnswerStore`).
     featurizer : transformer, optional
-        Texts only: replaces :class:`jaxclust.text.TextFeaturizer` when the store is created.
+        Texts only: replaces the default (:func:`jaxclust.text.text_featurizer`) when the store is created; a
+        resumed store refuses one that would make other features.
 
     Returns
     -------
@@ -273,7 +276,8 @@ def run_annotate(
     X, answers, learner, resumed = opened.X, opened.store, opened.learner, opened.resumed
     try:
         if items.kind == "texts":
-            what = f"{_plural(len(items), 'text')}, {_plural(X.shape[1], 'feature')} (TF-IDF -> SVD)"
+            how = feature_words((answers.meta.get("featurizer") or {}).get("featurizer"))
+            what = f"{_plural(len(items), 'text')}, {_plural(X.shape[1], 'feature')} ({how})"
         else:
             what = f"{_plural(len(items), 'item')}, {_plural(X.shape[1], 'feature')}"
         say(

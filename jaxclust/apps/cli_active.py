@@ -14,7 +14,14 @@ import typer
 
 from jaxclust.apps.annotate import run_annotate
 from jaxclust.apps.cache import use_compilation_cache
-from jaxclust.apps.cli_common import COMPILATION_CACHE_OPTION, Command, OneLineErrors, fail, one_line_warnings
+from jaxclust.apps.cli_common import (
+    COMPILATION_CACHE_OPTION,
+    FEATURES_OPTION,
+    Command,
+    OneLineErrors,
+    fail,
+    one_line_warnings,
+)
 from jaxclust.apps.demo import check_demo_options, run_demo
 from jaxclust.errors import JaxclustError
 
@@ -100,8 +107,9 @@ def annotate(
         None,
         "--text-column",
         help="CSV column (JSON-lines field, default 'text') holding the texts to cluster; texts become features "
-        "by TF-IDF -> SVD -> standardised, saved with the store.",
+        "(see --features), saved with the store.",
     ),
+    features: str = FEATURES_OPTION,
     annotator: str = typer.Option(
         None, "--annotator", help="Your name, stored with each answer (default: your user name)."
     ),
@@ -160,6 +168,7 @@ def annotate(
                 stop_entropy=stop_entropy,
                 spelled=ANNOTATE_FLAGS,
                 text_column=text_column,
+                featurizer=features,
                 annotator=annotator,
                 shared=shared,
             )

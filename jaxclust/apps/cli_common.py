@@ -23,7 +23,15 @@ try:  # typer >= 0.20 vendors click
 except ImportError:  # pragma: no cover - older typer on click
     import click.exceptions as _cx
 
-__all__ = ["COMPILATION_CACHE_OPTION", "Command", "Group", "OneLineErrors", "fail", "one_line_warnings"]
+__all__ = [
+    "COMPILATION_CACHE_OPTION",
+    "FEATURES_OPTION",
+    "Command",
+    "Group",
+    "OneLineErrors",
+    "fail",
+    "one_line_warnings",
+]
 
 #: ``--no-compilation-cache``, the same on every command that fits (see jaxclust.apps.cache). One flag, not a
 #: ``--x/--no-x`` pair: a pair's two names widen the option column of every command's help.
@@ -32,6 +40,16 @@ COMPILATION_CACHE_OPTION = typer.Option(
     "--no-compilation-cache",
     help="Do not keep compiled programs in ~/.cache/jaxclust/xla (or $JAXCLUST_CACHE_DIR); kept by default, so "
     "the next run starts faster.",
+)
+
+#: ``--features``, the same on every command that takes texts (see jaxclust.text.text_featurizer).
+FEATURES_OPTION = typer.Option(
+    None,
+    "--features",
+    metavar="HOW",
+    help="Texts only: wordllama (the default when jaxclust[text] is installed: embeddings by meaning, offline), "
+    "tfidf (shared words), a .npy of your embeddings (a row per text) or a sentence-transformers model folder. "
+    "A resumed store keeps its own.",
 )
 
 _NO_ARGS = getattr(_cx, "NoArgsIsHelpError", ())

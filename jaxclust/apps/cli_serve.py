@@ -13,7 +13,7 @@ import typer
 
 from jaxclust.apps.cache import use_compilation_cache
 from jaxclust.apps.cli_active import ANNOTATE_FLAGS
-from jaxclust.apps.cli_common import COMPILATION_CACHE_OPTION, fail, one_line_warnings
+from jaxclust.apps.cli_common import COMPILATION_CACHE_OPTION, FEATURES_OPTION, fail, one_line_warnings
 from jaxclust.errors import JaxclustError
 
 __all__ = ["serve", "SERVE_FLAGS"]
@@ -55,6 +55,7 @@ def serve(
     text_column: str = typer.Option(
         None, "--text-column", help="CSV column (JSON-lines field) holding texts."
     ),
+    features: str = FEATURES_OPTION,
     strategy: str = typer.Option(
         "explore", "--strategy", help="explore (default), entropy, naive_batch, random."
     ),
@@ -100,6 +101,7 @@ def serve(
                 random_state=seed,
                 sampler_options={"n_chains": n_chains, "n_burnin": n_burnin, "n_samples": n_samples},
                 text_column=text_column,
+                featurizer=features,
                 name_column=name_column,
                 context_column=context_column,
                 ignore_columns=ignore_column or (),

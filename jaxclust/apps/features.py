@@ -4,13 +4,16 @@
   (mean 0, variance 1). A column with the same value in every row is passed on unchanged, not set to 0: the
   model decides what to do with it (the DPMM's default prior leaves constant columns out, with a warning that
   names them). The store keeps a fingerprint of the matrix; resuming on other numbers is refused.
-* Items that are **texts** go through :class:`jaxclust.text.TextFeaturizer` (TF-IDF -> truncated SVD ->
-  standardised) once, when the store is created. The matrix is saved beside the store as
+* Items that are **texts** go through a featuriser once, when the store is created: by default
+  :class:`jaxclust.text.TextEmbedder` (WordLlama embeddings, rows of unit length) when ``jaxclust[text]`` is
+  installed, else :class:`jaxclust.text.TextFeaturizer` (TF-IDF -> truncated SVD -> standardised) with a
+  warning; or the one the user names (:func:`jaxclust.text.text_featurizer`). The matrix is saved beside the store as
   ``<store>.features-<fingerprint>.npy`` (written to a temporary file, ``fsync``'d, renamed), and the store's
   meta records the texts' fingerprint, the matrix's fingerprint and the featuriser's settings. A resumed
   session loads that file, so it uses exactly the same features even if scikit-learn (or its randomness)
   changed; resuming on texts that changed is refused with :class:`~jaxclust.errors.StoreMismatchError` naming
-  the file. If the side file is lost, the features are computed again and used only if they are the same.
+  the file, and so is resuming with other features asked for (another ``--features``). If the side file is
+  lost, the features are computed again by the featuriser the meta records and used only if they are the same.
 """
 
 from __future__ import annotations
@@ -78,15 +81,15 @@ def _load(path: Path, n: int, fingerprint: str) -> np.ndarray | None:
 
 def compute_features(items: Items, featurizer=None) -> np.ndarray:
     """The features of ``items`` computed afresh: texts through ``featurizer`` (default
-    :class:`jaxclust.text.TextFeaturizer`), numbers checked and standardised. Named errors for bad items; run
+    :func:`jaxclust.text.text_featurizer`'s), numbers checked and standardised. Named errors for bad items; run
     it before creating a store, so that bad items create nothing (then pass the same ``featurizer`` object and
     the result to :func:`session_features`)."""
     if items.kind == "numbers":
         X = standardise(check_array(items.X, name=items.label, min_rows=2))
     else:
-        from jaxclust.text.featurize import TextFeaturizer
+        from jaxclust.text.embed import text_featurizer
 
-        model = featurizer if featurizer is not None else TextFeaturizer()
+        model = featurizer if featurizer is not None else text_featurizer(None)
         X = np.asarray(model.fit_transform(items.texts), dtype=np.float64)
     if len(X) and np.all(X == X[:1]):
         what = "texts" if items.kind == "texts" else "rows"
@@ -101,7 +104,8 @@ def session_features(items: Items, store, featurizer=None, computed: np.ndarray 
     :class:`~jaxclust.active.AnswerStore`), saved with it / loaded from it (see the module docstring).
 
     ``featurizer`` (texts only): a transformer with ``fit_transform(texts)``, default
-    :class:`jaxclust.text.TextFeaturizer`. ``computed``: what :func:`compute_features` gave for these items
+    :func:`jaxclust.text.text_featurizer`'s on a new store, the store's own on a resumed one (another is refused).
+    ``computed``: what :func:`compute_features` gave for these items
     with this featuriser (used when the store has no features yet, instead of computing them again).
 
     Raises
@@ -137,14 +141,29 @@ def session_features(items: Items, store, featurizer=None, computed: np.ndarray 
             raise refuse("fingerprint", "differs from the data", meta["fingerprint"], fp)
         return X
 
-    from jaxclust.text.featurize import TextFeaturizer, text_fingerprint
+    from jaxclust.text.embed import same_featurizer, text_featurizer
+    from jaxclust.text.featurize import text_fingerprint
 
     tfp = text_fingerprint(items.texts)
     if "texts" not in meta and "fingerprint" in meta:
         raise refuse("texts", "holds texts, not the numbers", None, tfp)
     if "texts" in meta and meta["texts"] != tfp:
         raise refuse("texts", "has other texts than those", meta["texts"], tfp)
-    model = featurizer if featurizer is not None else TextFeaturizer()
+    if "texts" in meta:  # resuming: the store's own features, and no others
+        diff = None if featurizer is None else same_featurizer(featurizer, meta.get("featurizer"))
+        if diff is not None:
+            key, stored, given = diff
+            raise StoreMismatchError(
+                f"{where}: the answer store {store.path} was made on other features ({key} {stored!r} there, "
+                f"{given!r} asked for here); its answers were given on those. Leave out --features to resume "
+                "with the store's own, or pass a new store for these features",
+                key="featurizer",
+                stored=stored,
+                given=given,
+            )
+        model = featurizer  # None: the store's own, made again only if its saved features are lost
+    else:
+        model = featurizer if featurizer is not None else text_featurizer(None)
     for _ in range(2):  # a second pass only when another session created the store meanwhile
         if "texts" in meta and "fingerprint" in meta:
             return _saved_features(store, items, model, meta["fingerprint"])
@@ -169,10 +188,18 @@ def session_features(items: Items, store, featurizer=None, computed: np.ndarray 
 
 
 def _saved_features(store, items: Items, model, fingerprint: str) -> np.ndarray:
+    from jaxclust.text.embed import featurizer_of_record
+
     path = features_path(store.path, fingerprint)
     X = _load(path, len(items), fingerprint)
     if X is not None:
         return X
+    model = model if model is not None else featurizer_of_record(store.meta.get("featurizer"))
+    if model is None:
+        raise StoreError(
+            f"answer store {store.path}: the features saved with it ({path}) are missing or damaged, and they "
+            "were your own embeddings; restore that file, or pass the same embeddings again with --features"
+        )
     X = np.asarray(model.fit_transform(items.texts), dtype=np.float64)
     if data_fingerprint(X) != fingerprint:
         raise StoreError(

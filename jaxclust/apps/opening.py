@@ -7,6 +7,7 @@ features (saved beside the store), the same model and the same learner settings.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -16,10 +17,12 @@ import numpy as np
 from jaxclust.active.store import AnswerStore
 from jaxclust.apps.features import compute_features, session_features
 from jaxclust.apps.items import Items
+from jaxclust.errors import InvalidInputError
 
 __all__ = [
     "Opened",
     "open_session",
+    "feature_words",
     "default_model",
     "make_learner",
     "DEFAULT_STRATEGY",
@@ -94,6 +97,21 @@ def _has_content(path: Path) -> bool:
         return False
 
 
+def feature_words(name: str | None) -> str:
+    """How a status line names the featuriser a store records (``meta["featurizer"]["featurizer"]``)."""
+    return {
+        "wordllama": "WordLlama embeddings",
+        "tfidf-svd-standardised": "TF-IDF -> SVD",
+        "precomputed": "your embeddings",
+        "sentence-transformers": "your model",
+    }.get(name or "", "your featuriser")
+
+
+def _name_of(featurizer) -> str | None:
+    identity = getattr(featurizer, "identity", None)
+    return identity().get("featurizer") if callable(identity) else None
+
+
 def open_session(
     items: Items,
     store: str | Path | AnswerStore,
@@ -109,23 +127,35 @@ def open_session(
     """Features, store, model and learner for ``items``.
 
     ``store``: a path (opened here, ``shared`` or not) or an open :class:`~jaxclust.active.store.AnswerStore`.
-    Texts get a :class:`~jaxclust.text.TextFeaturizer` unless ``featurizer`` is given. On a new store the
+    Texts get :func:`~jaxclust.text.text_featurizer`'s default (WordLlama embeddings when installed, else TF-IDF)
+    unless ``featurizer`` is given (a transformer, or what ``--features`` takes: ``"wordllama"``, ``"tfidf"``, a
+    ``.npy`` or a model folder); a resumed store keeps its own and refuses another. On a new store the
     features are computed before the store is created, so bad items create nothing; on an existing one they are
     the features saved beside it (an answer is about the items as they were when it was given). ``model``
     defaults to :func:`default_model` (``random_state``, ``sampler_options``); ``learner_options`` go to
     :func:`make_learner` (``oracle``, ``strategy``, ``batch_size``, ``stop_entropy``, ``annotator``, ...).
     ``say`` is told when texts are turned into features (seconds on a large corpus).
     """
-    if items.kind == "texts" and featurizer is None:
-        from jaxclust.text import TextFeaturizer
+    if featurizer is not None and items.kind != "texts":
+        raise InvalidInputError(
+            f"--features: {items.label} holds numbers, which are their own features (texts only)"
+        )
+    if isinstance(featurizer, str | os.PathLike):  # what --features says
+        from jaxclust.text import text_featurizer
 
-        featurizer = TextFeaturizer()
+        featurizer = text_featurizer(featurizer)
     own_store = not isinstance(store, AnswerStore)
     computed = None
     if own_store and not _has_content(Path(store)):  # a new store: bad items must create nothing
-        if items.kind == "texts" and say is not None:
-            n = len(items)
-            say(f"Turning {n} text{'s' if n != 1 else ''} into features (TF-IDF, SVD)...")
+        if items.kind == "texts":
+            from jaxclust.text import text_featurizer
+
+            featurizer = text_featurizer(None) if featurizer is None else featurizer
+            if say is not None:
+                n = len(items)
+                say(
+                    f"Turning {n} text{'s' if n != 1 else ''} into features ({feature_words(_name_of(featurizer))})..."
+                )
         computed = compute_features(items, featurizer)
     answers = AnswerStore(store, shared=shared) if own_store else store
     try:

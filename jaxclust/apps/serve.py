@@ -667,10 +667,12 @@ def open_team(
     ignore_columns: Any = (),
     spelled: dict[str, str] | None = None,
     model: Any = None,
+    featurizer: Any = None,
 ) -> tuple[Items, AnswerStore, TeamSession]:
     """Read the items as ``jaxclust annotate`` does, open the store (an SQLite store shared, so that
     ``jaxclust store stats`` and ``annotate --shared`` sessions work beside the server) and make the team
-    session (not started). Every option is checked before anything is read or created."""
+    session (not started). Every option is checked before anything is read or created. ``featurizer``: texts
+    only, as for :func:`jaxclust.apps.opening.open_session`."""
     check_annotate_options(
         data,
         store,
@@ -698,6 +700,7 @@ def open_team(
         model=model,
         random_state=random_state,
         sampler_options=sampler_options,
+        featurizer=featurizer,
         strategy=strategy,
         stop_entropy=stop_entropy,
     )

@@ -153,6 +153,15 @@ class TextFeaturizer(TransformerMixin, BaseEstimator):
             raise NotFittedError("TextFeaturizer: call fit (or fit_transform) with texts first")
         return np.array([f"lsa{k}" for k in range(self.n_components_)], dtype=object)
 
+    def identity(self) -> dict:
+        """What makes two featurisers give the same numbers (compared when an answer store is resumed)."""
+        return {
+            "featurizer": "tfidf-svd-standardised",
+            "max_features": self.max_features,
+            "min_df": self.min_df,
+            "random_state": self.random_state,
+        }
+
     def describe(self) -> dict:
         """The settings and sizes of a fitted featuriser (what an answer store records about its features)."""
         import sklearn
@@ -160,11 +169,8 @@ class TextFeaturizer(TransformerMixin, BaseEstimator):
         if not hasattr(self, "n_components_"):
             raise NotFittedError("TextFeaturizer: call fit (or fit_transform) with texts first")
         return {
-            "featurizer": "tfidf-svd-standardised",
+            **self.identity(),
             "n_components": int(self.n_components_),
             "n_words": int(self.n_words_),
-            "max_features": self.max_features,
-            "min_df": self.min_df,
-            "random_state": self.random_state,
             "scikit-learn": sklearn.__version__,
         }

@@ -72,14 +72,14 @@ def test_a_text_file_goes_through_annotate_and_each_question_shows_both_texts(wo
     )
     assert res.exit_code == 0, res.output
     out = res.stdout
-    assert "15 texts, 4 features (TF-IDF -> SVD); answers go to s.sqlite" in out
+    assert "15 texts, 256 features (WordLlama embeddings); answers go to s.sqlite" in out
     first = out.split("Question 1:", 1)[1].split("Question 2:", 1)[0]
     shown = [line.strip() for line in first.splitlines() if line.startswith("        ")]
     assert len(shown) == 2 and all(s in texts or s.endswith("...") for s in shown)  # the two texts
     assert max(len(line) for line in out.splitlines()) < 330  # the 999-character text is cut
     with AnswerStore("s.sqlite") as s:
         assert [r["annotator"] for r in s.records] == ["eve"] * 3
-        assert s.meta["featurizer"]["n_components"] == 4
+        assert s.meta["featurizer"]["featurizer"] == "wordllama" and s.meta["featurizer"]["dim"] == 256
     labels = Path("out.csv").read_text().splitlines()
     assert labels[0] == "name,cluster,text" and labels[1].startswith("line 1,") and len(labels) == 16
     # resumed on the same file: the saved features are used, nothing is asked again
@@ -100,7 +100,7 @@ def test_a_csv_text_column_and_json_lines_are_texts_too(workdir, args):
     res = _run(*args, "--store", "s.jsonl", "--n-queries", "2")
     assert res.exit_code == 0, res.output
     assert (
-        "15 texts, 4 features" in res.stdout and "\n  d" in res.stdout
+        "15 texts, 256 features" in res.stdout and "\n  d" in res.stdout
     )  # the names from the id column/field
 
 
@@ -138,8 +138,24 @@ BAD = [
     (["texts.csv"], "texts.csv: line 2, column 'body': "),
     (["items.tsv"], "items.tsv: a .tsv file is not read; items come from .csv"),
     (["script.py"], "script.py: a .py file is not read"),
-    (["punct.txt"], "texts: no words found in 3 texts"),
+    (["punct.txt", "--features", "tfidf"], "texts: no words found in 3 texts"),
+    (["texts.txt", "--features", "glove"], "features 'glove': expected one of auto, wordllama, tfidf"),
+    (["texts.txt", "--features", "none.npy"], "features none.npy: no such file"),
+    (["emb.npy", "--features", "tfidf"], "--features: emb.npy holds numbers, which are their own features"),
 ]
+
+
+def test_the_features_option_reaches_the_store_and_a_resumed_store_refuses_others(workdir):
+    res = _run("texts.txt", "--store", "t.sqlite", "--n-queries", "1", "--features", "tfidf")
+    assert res.exit_code == 0, res.output
+    assert "15 texts, 4 features (TF-IDF -> SVD)" in res.stdout
+    res = _run("texts.txt", "--store", "t.sqlite", "--n-queries", "2", "--features", "wordllama")
+    assert res.exit_code == 2
+    assert (
+        "made on other features (featurizer 'tfidf-svd-standardised' there, 'wordllama' asked" in res.stderr
+    )
+    res = _run("texts.txt", "--store", "t.sqlite", "--n-queries", "2")  # nothing asked: the store's own
+    assert res.exit_code == 0 and "(resuming: 1 answer already stored)" in res.stdout, res.output
 
 
 @pytest.mark.parametrize(("args", "culprit"), BAD, ids=[" ".join(a) for a, _ in BAD])

@@ -185,12 +185,13 @@ def test_a_resumed_session_uses_the_saved_features_even_when_the_featuriser_chan
         X = session_features(items, s)
         meta = s.meta
     assert features_path(store, meta["fingerprint"]).is_file()
-    assert meta["featurizer"]["featurizer"] == "tfidf-svd-standardised" and meta["n"] == 6
+    assert meta["featurizer"]["featurizer"] == "wordllama" and meta["n"] == 6  # the default, when installed
 
     class Drifted:  # what another scikit-learn version or random stream might give
         def fit_transform(self, texts):
             return np.ones((len(texts), 3)) + np.arange(len(texts))[:, None]
 
+    monkeypatch.setattr("jaxclust.text.embed.TextEmbedder", Drifted)
     monkeypatch.setattr("jaxclust.text.featurize.TextFeaturizer", Drifted)
     with AnswerStore(store) as s:
         np.testing.assert_array_equal(session_features(items, s), X)  # loaded, not recomputed
@@ -249,7 +250,7 @@ def test_lost_features_are_recomputed_only_when_they_come_out_the_same(tmp_path,
         np.testing.assert_array_equal(session_features(items, s), X)  # same numbers: saved again
     assert side.is_file()
     side.write_bytes(b"damaged")
-    monkeypatch.setattr("jaxclust.text.featurize.TextFeaturizer", lambda: _Shifted())
+    monkeypatch.setattr("jaxclust.text.embed.TextEmbedder", lambda **k: _Shifted(X))  # the store's featuriser
     with (
         AnswerStore(store) as s,
         pytest.raises(StoreError, match=r"features saved with it .*a.sqlite.features-"),
@@ -258,10 +259,11 @@ def test_lost_features_are_recomputed_only_when_they_come_out_the_same(tmp_path,
 
 
 class _Shifted:
-    def fit_transform(self, texts):
-        from jaxclust.text import TextFeaturizer
+    def __init__(self, X):
+        self.X = X
 
-        return TextFeaturizer().fit_transform(texts) + 1e-9
+    def fit_transform(self, texts):
+        return self.X + 1e-9
 
 
 @pytest.mark.parametrize("name", ["same.txt", "const.npy"])

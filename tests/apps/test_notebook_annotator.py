@@ -21,6 +21,7 @@ from jaxclust.active import AnswerStore  # noqa: E402
 from jaxclust.apps.annotate import run_annotate  # noqa: E402
 from jaxclust.apps.notebook import NotebookAnnotator  # noqa: E402
 from jaxclust.errors import InvalidInputError, MissingDependencyError, StoreLockedError  # noqa: E402
+from jaxclust.text import TextFeaturizer
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -192,7 +193,7 @@ def test_the_items_are_given_once_and_numbers_are_shown_as_values(tmp_path):
     ):
         NotebookAnnotator(store=tmp_path / "a.sqlite")
     with pytest.raises(InvalidInputError, match="texts: no words found"):
-        NotebookAnnotator(texts=["!", "? ?"], store=tmp_path / "a.sqlite")
+        NotebookAnnotator(texts=["!", "? ?"], store=tmp_path / "a.sqlite", featurizer=TextFeaturizer())
     assert list(tmp_path.iterdir()) == []  # bad items create no store
     with NotebookAnnotator(X=X, store=tmp_path / "b.jsonl", model=StandInSampler(), n_queries=2) as ann:
         i = ann.question[0]
