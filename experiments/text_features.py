@@ -5,7 +5,7 @@ Sets (``--data`` is the folder of the labelled data, evaluation only):
 
 * ``bbc_all``: all 2,225 BBC news articles, 5 topics; ``bbc600_s``: 600 of them drawn with seed ``s`` (0, 1, 2);
 * ``ng6_s``: 6 of the 20 Newsgroups drawn with seed ``100 + s``, 600 posts of them drawn with the same seed, the
-  headers (everything before the first blank line) removed.
+  headers (everything before the first blank line) removed, posts left empty by that left out.
 
 For each set and featuriser: k-means told the true number of classes (scikit-learn, ``n_init=10``, seeds 0 and 1,
 mean adjusted Rand index) and ``DPMM(random_state=0)`` with no answer (its ``labels_``), and the seconds to
@@ -46,7 +46,7 @@ def load_sets(data: Path) -> dict:
     for s in range(3):
         rng = np.random.default_rng(100 + s)
         chosen = {groups[i] for i in rng.choice(len(groups), 6, replace=False)}
-        docs = [p for p in posts if p["newsgroup"] in chosen]
+        docs = [p for p in posts if p["newsgroup"] in chosen and p["text"].split("\n\n", 1)[-1].strip()]
         keep = rng.choice(len(docs), 600, replace=False)
         body = [docs[i]["text"].split("\n\n", 1)[-1] for i in keep]
         sets[f"ng6_{s}"] = (body, np.array([docs[i]["label"] for i in keep]))
@@ -58,9 +58,13 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
     ap.add_argument("--out", type=Path, default=Path("experiments/results/text_features"))
     ap.add_argument("--no-dpmm", action="store_true", help="k-means only")
+    ap.add_argument("--sets", nargs="+", default=None, help="only these sets")
+    ap.add_argument("--from-json", nargs="+", default=[], help="rows of earlier runs to add")
     args = ap.parse_args()
-    rows = []
+    rows = [row for f in args.from_json for row in json.loads(Path(f).read_text())]
     for name, (texts, y) in load_sets(args.data).items():
+        if args.sets is not None and name not in args.sets:
+            continue
         k = len(set(y.tolist()))
         for feat, make in FEATURIZERS.items():
             t0 = time.perf_counter()

@@ -108,11 +108,13 @@ class TextEmbedder(TransformerMixin, BaseEstimator):
         return self.fit_transform(texts)  # nothing is learned from the texts
 
     def _embed(self, texts, p) -> np.ndarray:
-        model = _wordllama(p["dim"])
-        E = model.embed([t[: p["max_chars"]] for t in texts], norm=False, return_np=True)
         empty = [k for k, t in enumerate(texts) if not t.strip()]
         if empty:
-            raise InvalidInputError(f"texts: text {empty[0]} is empty: nothing to embed")
+            raise InvalidInputError(
+                f"texts: text {empty[0]} is empty ({len(empty)} of {len(texts)} are): it has no meaning to place"
+            )
+        model = _wordllama(p["dim"])
+        E = model.embed([t[: p["max_chars"]] for t in texts], norm=False, return_np=True)
         return unit_rows(E, "texts: WordLlama embeddings")
 
     def identity(self) -> dict:

@@ -124,3 +124,8 @@ def test_lost_precomputed_features_are_not_guessed(tmp_path):
     features_path(store, fp).unlink()
     with AnswerStore(store) as s, pytest.raises(StoreError, match="they were your own embeddings"):
         session_features(items, s)
+
+
+def test_an_empty_text_is_named():
+    with pytest.raises(InvalidInputError, match=r"texts: text 1 is empty \(1 of 3 are\)"):
+        TextEmbedder().fit_transform(["the cup final", "  ", "interest rates"])
