@@ -48,7 +48,7 @@ try:  # Colab shows ipywidgets 8 (preinstalled there) through its custom widget 
     output.enable_custom_widget_manager()
 except ImportError:
     pass
-print("jaxclust", jaxclust.__version__)
+print('jaxclust', jaxclust.__version__)
 
 # %%
 # %matplotlib inline
@@ -64,7 +64,7 @@ from jaxclust.active import AnswerStore, NoisyOracle
 from jaxclust.apps.notebook import NotebookAnnotator
 from jaxclust.text import TextFeaturizer
 
-print("JAX devices:", jax.devices())
+print('JAX devices:', jax.devices())
 
 # %% [markdown]
 # ## A small text collection
@@ -74,25 +74,25 @@ print("JAX devices:", jax.devices())
 
 # %%
 TOPICS = {
-    "sport": "match goal team coach season league striker referee stadium score player win".split(),
-    "cooking": "recipe oven flour butter sauce garlic onion bake simmer pepper dough kitchen".split(),
-    "weather": "rain storm cloud wind forecast sunny snow thunder humid cold breeze temperature".split(),
+    'sport': 'match goal team coach season league striker referee stadium score player win'.split(),
+    'cooking': 'recipe oven flour butter sauce garlic onion bake simmer pepper dough kitchen'.split(),
+    'weather': 'rain storm cloud wind forecast sunny snow thunder humid cold breeze temperature'.split(),
 }
-FILLER = "the a this that today really very quite just some new old big small good".split()
-SHARED = "day week hot great time people long early late next".split()  # in every topic
+FILLER = 'the a this that today really very quite just some new old big small good'.split()
+SHARED = 'day week hot great time people long early late next'.split()  # in every topic
 rng = np.random.default_rng(0)
 texts, y = [], []
 for topic, words in enumerate(TOPICS.values()):
     for _ in range(8):
         w = [*rng.choice(words, size=4, replace=False), *rng.choice(FILLER, size=3), rng.choice(SHARED)]
         rng.shuffle(w)
-        texts.append(" ".join(w).capitalize() + ".")
+        texts.append(' '.join(w).capitalize() + '.')
         y.append(topic)
 y = np.array(y)
-work = Path(tempfile.mkdtemp(prefix="jaxclust_annotation_"))
-data = work / "texts.txt"
-data.write_text("\n".join(texts) + "\n")
-print(len(texts), "texts, e.g.:", *texts[::8], sep="\n  ")
+work = Path(tempfile.mkdtemp(prefix='jaxclust_annotation_'))
+data = work / 'texts.txt'
+data.write_text('\n'.join(texts) + '\n')
+print(len(texts), 'texts, e.g.:', *texts[::8], sep='\n  ')
 
 # %% [markdown]
 # ## Texts to features
@@ -103,7 +103,7 @@ print(len(texts), "texts, e.g.:", *texts[::8], sep="\n  ")
 
 # %%
 X = TextFeaturizer().fit_transform(texts)
-print("features:", X.shape, " column means ~0:", np.allclose(X.mean(axis=0), 0))
+print('features:', X.shape, ' column means ~0:', np.allclose(X.mean(axis=0), 0))
 
 # %% [markdown]
 # ## The annotator
@@ -114,9 +114,9 @@ print("features:", X.shape, " column means ~0:", np.allclose(X.mean(axis=0), 0))
 # s).
 
 # %%
-store = work / "answers.sqlite"
+store = work / 'answers.sqlite'
 model = DPMM(n_chains=2, n_burnin=20, n_samples=5, thin=3, random_state=0)
-annotator = NotebookAnnotator(data, store=store, n_queries=10, model=model, gold=y, annotator="notebook")
+annotator = NotebookAnnotator(data, store=store, n_queries=10, model=model, gold=y, annotator='notebook')
 annotator
 
 # %% [markdown]
@@ -130,7 +130,7 @@ person = NoisyOracle(y, flip_rate=0.1, random_state=0)
 for _ in range(4):
     annotator.answer(person(*annotator.question))
 slip = annotator.question
-annotator.answer("cannot" if y[slip[0]] == y[slip[1]] else "must")  # wrong on purpose
+annotator.answer('cannot' if y[slip[0]] == y[slip[1]] else 'must')  # wrong on purpose
 annotator.undo()
 print(annotator.message)
 assert annotator.question == slip  # asked again
@@ -149,16 +149,16 @@ annotator.figure()
 # %%
 answers, quality = zip(*annotator.curve_)  # V-beta after each round, against the answers so far
 fig, ax = plt.subplots(figsize=(4.5, 3))
-ax.plot(answers, quality, marker="o")
-ax.set_xlabel("answers")
-ax.set_ylabel("V-beta")
+ax.plot(answers, quality, marker='o')
+ax.set_xlabel('answers')
+ax.set_ylabel('V-beta')
 ax.set_ylim(0, 1.02)
 plt.show()
-print("V-beta:", [(n, round(v, 3)) for n, v in annotator.curve_])
+print('V-beta:', [(n, round(v, 3)) for n, v in annotator.curve_])
 annotator.close()  # every answer is already saved; closing releases the store for the command line
 with AnswerStore(store) as s:
     for a in s.all_answers:
-        print(a["id"], a["i"], a["j"], a["answer"], a["annotator"], "UNDONE" if a["undone"] else "")
+        print(a['id'], a['i'], a['j'], a['answer'], a['annotator'], 'UNDONE' if a['undone'] else '')
 
 # %% [markdown]
 # ## The same session from the command line, and several annotators

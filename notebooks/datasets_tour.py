@@ -49,13 +49,13 @@ from jaxclust import datasets as D
 from jaxclust.errors import DatasetNotFoundError
 
 # here the shared data sits beside the checkout; elsewhere set JAXCLUST_DATA yourself
-if "JAXCLUST_DATA" not in os.environ and Path("../../shared/data").is_dir():
-    os.environ["JAXCLUST_DATA"] = str(Path("../../shared/data").resolve())
+if 'JAXCLUST_DATA' not in os.environ and Path('../../shared/data').is_dir():
+    os.environ['JAXCLUST_DATA'] = str(Path('../../shared/data').resolve())
 
 iris = D.load_iris()
 print(iris)
-print(iris.feature_names, iris.label_names["class"])
-print("class sizes", np.bincount(iris.y), "| licence:", iris.license)
+print(iris.feature_names, iris.label_names['class'])
+print('class sizes', np.bincount(iris.y), '| licence:', iris.license)
 
 # %% [markdown]
 # ## Verb classes from subcategorization frames
@@ -66,7 +66,7 @@ print("class sizes", np.bincount(iris.y), "| licence:", iris.license)
 
 # %%
 try:
-    verbs = D.load_verbs_general("balanced", label="root_class")
+    verbs = D.load_verbs_general('balanced', label='root_class')
 except DatasetNotFoundError as err:
     verbs = None
     print(err)
@@ -87,10 +87,9 @@ from jaxclust.metrics import normalized_mutual_info, purity
 if verbs is not None:
     z = KMeans(n_clusters=verbs.n_classes, n_init=1, random_state=0).fit_predict(np.sqrt(verbs.X))
     r = np.random.default_rng(0).permutation(verbs.y)
-    for name, labels in (("k-means", z), ("random ", r)):
-        print(
-            f"{name} purity {purity(verbs.y, labels):.3f}  NMI {normalized_mutual_info(verbs.y, labels):.3f}"
-        )
+    for name, labels in (('k-means', z), ('random ', r)):
+        print(f'{name} purity {purity(verbs.y, labels):.3f}  '
+              f'NMI {normalized_mutual_info(verbs.y, labels):.3f}')
 
 # %% [markdown]
 # ## Coreference documents
@@ -101,7 +100,7 @@ if verbs is not None:
 
 # %%
 try:
-    docs = D.load_litbank("dev")
+    docs = D.load_litbank('dev')
 except DatasetNotFoundError as err:
     docs = []
     print(err)
@@ -109,10 +108,10 @@ if docs:
     doc = docs[0]
     print(doc)
     for m in doc.mentions[:5]:
-        print(m.start, m.end, repr(m.text), "entity", m.entity, m.mention_type, m.entity_type)
+        print(m.start, m.end, repr(m.text), 'entity', m.entity, m.mention_type, m.entity_type)
     from jaxclust.metrics import corpus_scores
 
     keys = [d.to_conll().entities() for d in docs]
     singletons = [d.to_conll(np.arange(d.n_mentions)).entities() for d in docs]
     s = corpus_scores(keys, singletons)
-    print("all-singletons baseline on dev: CoNLL F1 %.2f" % (100 * s["conll_f1"]))
+    print('all-singletons baseline on dev: CoNLL F1 %.2f' % (100 * s['conll_f1']))

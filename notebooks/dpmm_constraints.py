@@ -57,15 +57,9 @@ print(X.shape, np.bincount(y))
 # %%
 kw = dict(alpha_prior=(1.0, 1.0), n_chains=4, n_burnin=40, n_samples=15, thin=2, random_state=0)
 plain = DPMM(**kw).fit(X)
-print(
-    "components:",
-    plain.n_components_,
-    " ARI:",
-    round(adjusted_rand_score(y, plain.labels_), 3),
-    " V:",
-    round(v_measure_score(y, plain.labels_), 3),
-)
-print("posterior mean alpha:", plain.alpha_samples_.mean().round(2))
+print('components:', plain.n_components_, ' ARI:', round(adjusted_rand_score(y, plain.labels_), 3),
+      ' V:', round(v_measure_score(y, plain.labels_), 3))
+print('posterior mean alpha:', plain.alpha_samples_.mean().round(2))
 
 # %% [markdown]
 # ## Adding constraints
@@ -77,16 +71,10 @@ print("posterior mean alpha:", plain.alpha_samples_.mean().round(2))
 rng = np.random.default_rng(0)
 labelled = rng.choice(len(X), size=15, replace=False)
 cons = Constraints.from_labels(y, labelled)
-print(len(cons.must_link), "must-links,", len(cons.cannot_link), "cannot-links")
+print(len(cons.must_link), 'must-links,', len(cons.cannot_link), 'cannot-links')
 guided = DPMM(**kw).fit(X, cons, init_labels=plain.final_labels_)
-print(
-    "components:",
-    guided.n_components_,
-    " ARI:",
-    round(adjusted_rand_score(y, guided.labels_), 3),
-    " V:",
-    round(v_measure_score(y, guided.labels_), 3),
-)
+print('components:', guided.n_components_, ' ARI:', round(adjusted_rand_score(y, guided.labels_), 3),
+      ' V:', round(v_measure_score(y, guided.labels_), 3))
 assert all(cons.check_assignment(z) == [] for z in guided.samples_)  # every sample obeys every link
 
 # %% [markdown]
@@ -95,10 +83,10 @@ assert all(cons.check_assignment(z) == [] for z in guided.samples_)  # every sam
 # class).
 
 # %%
-order = np.argsort(y, kind="stable")
+order = np.argsort(y, kind='stable')
 fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-for ax, m, title in zip(axes, [plain, guided], ["no constraints", "with constraints"]):
-    ax.imshow(m.coclustering_[np.ix_(order, order)], vmin=0, vmax=1, cmap="viridis")
+for ax, m, title in zip(axes, [plain, guided], ['no constraints', 'with constraints']):
+    ax.imshow(m.coclustering_[np.ix_(order, order)], vmin=0, vmax=1, cmap='viridis')
     ax.set_title(title)
 plt.show()
 
@@ -108,14 +96,14 @@ plt.show()
 # retained samples (from `numpyro.diagnostics`).
 
 # %%
-tr = guided.diagnostics_["traces"]
+tr = guided.diagnostics_['traces']
 fig, axes = plt.subplots(1, 3, figsize=(12, 3))
-for ax, name in zip(axes, ["log_joint", "n_components", "alpha"]):
+for ax, name in zip(axes, ['log_joint', 'n_components', 'alpha']):
     ax.plot(tr[name].T, lw=0.8)
     ax.set_title(name)
-    ax.set_xlabel("sweep")
+    ax.set_xlabel('sweep')
 plt.show()
-for name in ["log_joint", "n_components", "alpha"]:
+for name in ['log_joint', 'n_components', 'alpha']:
     d = guided.diagnostics_[name]
     print(f"{name:13s} r_hat={d['r_hat']:.3f}  ess={d['ess']:.1f}")
 

@@ -81,17 +81,8 @@ print(name, X.shape, "majority label share", np.bincount(y).max() / len(y))
 budgets = [10, 20, 30, 45]
 curves = {}
 for strategy, ml in [("silh_const", True), ("silh_const", False), ("random", False)]:
-    icc = ICC(
-        n_clusters=7,
-        strategy=strategy,
-        metric_learning=ml,
-        budget=max(budgets),
-        checkpoints=budgets,
-        batch_size=3,
-        max_iter=20,
-        n_components=None,
-        random_state=0,
-    ).fit(X, y)
+    icc = ICC(n_clusters=7, strategy=strategy, metric_learning=ml, budget=max(budgets), checkpoints=budgets,
+              batch_size=3, max_iter=20, n_components=None, random_state=0).fit(X, y)
     key = strategy + ("+ML" if ml else "")
     curves[key] = [round(float(np.mean(icc.history_[b] == y)), 3) for b in budgets]
 curves

@@ -125,9 +125,5 @@ plt.tight_layout()
 # %%
 from sklearn.metrics import adjusted_rand_score
 
-print(
-    "ARI vs species: k-means",
-    round(adjusted_rand_score(y, good.labels_), 3),
-    "| GMM",
-    round(adjusted_rand_score(y, gm.labels_), 3),
-)
+print("ARI vs species: k-means", round(adjusted_rand_score(y, good.labels_), 3),
+      "| GMM", round(adjusted_rand_score(y, gm.labels_), 3))

@@ -49,50 +49,39 @@ from jaxclust.l3m import L3M, Document
 from jaxclust.l3m.features import coref_features
 from jaxclust.metrics.coref import clusters_from_labels, corpus_scores
 
-for cand in [os.environ.get("JAXCLUST_DATA"), "../../shared/data", "../shared/data"]:
-    if cand and Path(cand, "coref", "litbank").is_dir():
-        os.environ["JAXCLUST_DATA"] = str(Path(cand).resolve())
+for cand in [os.environ.get('JAXCLUST_DATA'), '../../shared/data', '../shared/data']:
+    if cand and Path(cand, 'coref', 'litbank').is_dir():
+        os.environ['JAXCLUST_DATA'] = str(Path(cand).resolve())
         break
-HAVE_DATA = Path(os.environ.get("JAXCLUST_DATA", "/nonexistent"), "coref", "litbank").is_dir()
+HAVE_DATA = Path(os.environ.get('JAXCLUST_DATA', '/nonexistent'), 'coref', 'litbank').is_dir()
 WINDOW = 32
 if HAVE_DATA:
     from jaxclust.datasets import load_litbank
-
-    train_c, dev_c = load_litbank("train")[:6], load_litbank("dev")[:3]
+    train_c, dev_c = load_litbank('train')[:6], load_litbank('dev')[:3]
     train = [Document(coref_features(d, WINDOW), d.entities, None, d.doc_id) for d in train_c]
     dev = [Document(coref_features(d, WINDOW), d.entities, None, d.doc_id) for d in dev_c]
 else:  # synthetic stand-in: a noisy 'same entity' cue plus noise
     rng = np.random.default_rng(0)
-
     def synth(m):
         c = rng.integers(0, 6, m)
         same = (c[:, None] == c[None]) ^ (rng.random((m, m)) < 0.1)
-        return Document.from_pairwise(
-            np.stack([same, rng.random((m, m))], -1).astype(np.float32), c, max_antecedents=WINDOW
-        )
-
+        return Document.from_pairwise(np.stack([same, rng.random((m, m))], -1).astype(np.float32), c,
+                                      max_antecedents=WINDOW)
     train, dev, dev_c = [synth(60) for _ in range(6)], [synth(60) for _ in range(3)], None
 LR = 0.05 if HAVE_DATA else 0.5
-print(
-    "data:",
-    "LitBank" if HAVE_DATA else "synthetic",
-    "| train docs",
-    len(train),
-    "| features",
-    train[0].n_features,
-)
+print('data:', 'LitBank' if HAVE_DATA else 'synthetic', '| train docs', len(train),
+      '| features', train[0].n_features)
 
 
 # %%
 def conll(model, docs):
     keys = [clusters_from_labels(d.clusters) for d in docs]
-    return 100 * corpus_scores(keys, [clusters_from_labels(p) for p in model.predict_many(docs)])["conll_f1"]
+    return 100 * corpus_scores(keys, [clusters_from_labels(p) for p in model.predict_many(docs)])['conll_f1']
 
-
-model = L3M(gamma=0.5, threshold=0.4, optimizer="adam", learning_rate=LR, n_epochs=4, batch_size=8)
+model = L3M(gamma=0.5, threshold=0.4, optimizer='adam', learning_rate=LR, n_epochs=4, batch_size=8)
 model.fit(train)
-print("train loss by epoch", np.round(model.history_["train_loss"], 3))
-print(f"dev CoNLL F1 {conll(model, dev):.1f}")
+print('train loss by epoch', np.round(model.history_['train_loss'], 3))
+print(f'dev CoNLL F1 {conll(model, dev):.1f}')
 
 # %% [markdown]
 # ## Entities found in one passage (first 60 mentions of a dev document, multi-mention entities)
@@ -106,10 +95,10 @@ if HAVE_DATA:
         groups.setdefault(z, []).append(m.text)
     for z, texts in groups.items():
         if len(texts) > 1:
-            print(z, " | ".join(texts))
+            print(z, ' | '.join(texts))
 else:
-    print("predicted", labels[:30])
-    print("gold     ", dev[0].clusters[:30])
+    print('predicted', labels[:30])
+    print('gold     ', dev[0].clusters[:30])
 
 # %% [markdown]
 # ## Effect of the temperature $\gamma$
@@ -119,5 +108,5 @@ else:
 
 # %%
 for g in (0.0, 0.25, 1.0):
-    m = L3M(gamma=g, threshold=0.4, optimizer="adam", learning_rate=LR, n_epochs=4, batch_size=8).fit(train)
-    print(f"gamma={g:<5} dev CoNLL F1 = {conll(m, dev):.1f}")
+    m = L3M(gamma=g, threshold=0.4, optimizer='adam', learning_rate=LR, n_epochs=4, batch_size=8).fit(train)
+    print(f'gamma={g:<5} dev CoNLL F1 = {conll(m, dev):.1f}')
