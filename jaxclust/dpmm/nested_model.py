@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from jaxclust.coclustering import least_squares_sample, relabel
 from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.dpmm import nested as N
-from jaxclust.dpmm.capacity import SlotPolicy, initial_capacity
+from jaxclust.dpmm.capacity import SlotPolicy
 from jaxclust.validation import Int, Real, check_array, seed_from, validate_params
 
 __all__ = ["NestedDPMM"]
@@ -81,7 +81,7 @@ def _pad(state: N.NestedState, K: int) -> N.NestedState:
 _BLOCK = 10
 
 
-@partial(jax.jit, static_argnums=(5, 6))
+@partial(jax.jit, static_argnums=6)
 def _run_block(state, keys, data, prior, alpha, gamma, n_split_merge):
     """Sweeps of every chain, one per key (chains, B): ``(state, (classes, components, overflow))``, the labels
     (chains, B, n) after each sweep and whether a chain lacked a slot (chains,)."""
@@ -231,9 +231,8 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
             grown = policy.after_block(occupied, lo + _BLOCK >= n_sweeps)
             if grown is not None:
                 state = _pad(state, grown)
-            elif policy.capacity > 2 * initial_capacity(occupied, n):  # left a roomy start: recompile smaller
-                policy.capacity = initial_capacity(occupied, n)
-                state = _compact(state, policy.capacity)
+            elif (small := policy.shrunk(occupied)) is not None:  # the chains have left the roomy start
+                state = _compact(state, small)
         keep = slice(burn + p["thin"] - 1, None, p["thin"])
         cls = np.concatenate(cls, 1)
         comp = np.concatenate(comp, 1)

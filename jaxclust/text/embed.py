@@ -27,7 +27,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from jaxclust.errors import InvalidInputError, JaxclustWarning, MissingDependencyError
 from jaxclust.text.featurize import TextFeaturizer, check_texts
-from jaxclust.validation import Int, validate_params
+from jaxclust.validation import Int, Options, validate_params
 
 __all__ = [
     "TextEmbedder",
@@ -43,6 +43,7 @@ __all__ = [
 #: What ``--features`` takes besides a path.
 FEATURE_CHOICES = ("auto", "wordllama", "tfidf")
 _INSTALL = 'pip install "jaxclust[text]"'
+_MISSING = f"features 'wordllama' need the WordLlama package: {_INSTALL}"
 
 
 def unit_rows(E, where: str) -> np.ndarray:
@@ -68,12 +69,29 @@ def _wordllama(dim: int):
         import wordllama
         from wordllama import WordLlama
     except ImportError as exc:
-        raise MissingDependencyError(f"features 'wordllama' need the WordLlama package: {_INSTALL}") from exc
+        raise MissingDependencyError(_MISSING) from exc
     # its weights and tokenizer ship inside the package; pointing the cache there keeps the load offline
     return WordLlama.load(cache_dir=Path(wordllama.__file__).parent, dim=dim, disable_download=True)
 
 
-class TextEmbedder(TransformerMixin, BaseEstimator):
+class _Embeddings(TransformerMixin, BaseEstimator):
+    """What the embedders share: nothing is learned from the texts, so ``transform`` is ``fit_transform``; a
+    subclass gives ``fit_transform`` and ``identity`` (what makes two featurisers give the same numbers,
+    compared when an answer store is resumed)."""
+
+    def fit(self, texts, y=None):
+        self.fit_transform(texts)
+        return self
+
+    def transform(self, texts) -> np.ndarray:
+        return self.fit_transform(texts)
+
+    def describe(self) -> dict:
+        """What an answer store records about the features."""
+        return {**self.identity(), "rows": "unit"}
+
+
+class TextEmbedder(_Embeddings):
     """WordLlama embeddings of each text (mean of its token vectors), rows to unit length: (n_texts, ``dim``).
 
     Parameters
@@ -85,52 +103,33 @@ class TextEmbedder(TransformerMixin, BaseEstimator):
         what it is about; the rest costs time).
     """
 
-    _parameter_constraints = {"dim": Int(1), "max_chars": Int(1)}
+    _parameter_constraints = {"dim": Options((64, 128, 256)), "max_chars": Int(1)}
     name = "wordllama"
 
     def __init__(self, dim: int = 256, max_chars: int = 4000):
         self.dim = dim
         self.max_chars = max_chars
 
-    def fit(self, texts, y=None) -> TextEmbedder:
-        self.fit_transform(texts)
-        return self
-
     def fit_transform(self, texts, y=None) -> np.ndarray:
         p = validate_params(self)
-        if p["dim"] not in (64, 128, 256):
-            raise InvalidInputError(f"TextEmbedder(dim={p['dim']!r}): expected 64, 128 or 256")
         texts = check_texts(texts, min_texts=1)
-        self.n_components_ = p["dim"]
-        return self._embed(texts, p)
-
-    def transform(self, texts) -> np.ndarray:
-        return self.fit_transform(texts)  # nothing is learned from the texts
-
-    def _embed(self, texts, p) -> np.ndarray:
         empty = [k for k, t in enumerate(texts) if not t.strip()]
         if empty:
             raise InvalidInputError(
                 f"texts: text {empty[0]} is empty ({len(empty)} of {len(texts)} are): it has no meaning to place"
             )
-        model = _wordllama(p["dim"])
-        E = model.embed([t[: p["max_chars"]] for t in texts], norm=False, return_np=True)
+        E = _wordllama(p["dim"]).embed([t[: p["max_chars"]] for t in texts], norm=False, return_np=True)
+        self.n_components_ = p["dim"]
         return unit_rows(E, "texts: WordLlama embeddings")
 
     def identity(self) -> dict:
-        """What makes two featurisers give the same numbers (compared when a store is resumed)."""
         return {"featurizer": self.name, "dim": self.dim, "max_chars": self.max_chars}
 
     def describe(self) -> dict:
-        return {
-            **self.identity(),
-            "config": "l2_supercat",
-            "rows": "unit",
-            "wordllama": metadata.version("wordllama"),
-        }
+        return {**super().describe(), "config": "l2_supercat", "wordllama": metadata.version("wordllama")}
 
 
-class PrecomputedEmbeddings(TransformerMixin, BaseEstimator):
+class PrecomputedEmbeddings(_Embeddings):
     """The user's own embeddings: a ``.npy`` file of shape (n_texts, d), row k for text k, rows to unit length."""
 
     name = "precomputed"
@@ -154,18 +153,11 @@ class PrecomputedEmbeddings(TransformerMixin, BaseEstimator):
         self.n_components_ = int(E.shape[1])
         return unit_rows(E, where)
 
-    def fit(self, texts, y=None) -> PrecomputedEmbeddings:
-        self.fit_transform(texts)
-        return self
-
     def identity(self) -> dict:
         return {"featurizer": self.name, "file": Path(self.path).name}
 
-    def describe(self) -> dict:
-        return {**self.identity(), "rows": "unit"}
 
-
-class SentenceTransformerEmbedder(TransformerMixin, BaseEstimator):
+class SentenceTransformerEmbedder(_Embeddings):
     """A local sentence-transformers model directory (no download), rows to unit length."""
 
     name = "sentence-transformers"
@@ -188,15 +180,8 @@ class SentenceTransformerEmbedder(TransformerMixin, BaseEstimator):
         self.n_components_ = int(E.shape[1])
         return unit_rows(E, f"features {self.path}")
 
-    def fit(self, texts, y=None) -> SentenceTransformerEmbedder:
-        self.fit_transform(texts)
-        return self
-
     def identity(self) -> dict:
         return {"featurizer": self.name, "model": Path(self.path).name}
-
-    def describe(self) -> dict:
-        return {**self.identity(), "rows": "unit"}
 
 
 def featurizer_of_record(record: dict | None):
@@ -250,7 +235,7 @@ def text_featurizer(spec: str | Path | None = None):
         return TextFeaturizer()
     if spec == "wordllama":
         if not _have_wordllama():
-            raise MissingDependencyError(f"features 'wordllama' need the WordLlama package: {_INSTALL}")
+            raise MissingDependencyError(_MISSING)
         return TextEmbedder()
     if spec == "tfidf":
         return TextFeaturizer()

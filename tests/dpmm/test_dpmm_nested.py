@@ -14,7 +14,7 @@ from scipy import integrate, stats
 from sklearn.metrics import adjusted_rand_score
 
 from jaxclust import NestedDPMM
-from jaxclust.dpmm import NormalGamma, nested_model
+from jaxclust.dpmm import NormalGamma, capacity, nested_model
 from jaxclust.dpmm import nested as N
 
 PRIOR = N.NestedPrior(
@@ -393,10 +393,18 @@ def test_compacting_the_slots_keeps_the_labelling_and_the_log_joint():
     assert after == pytest.approx(before, rel=1e-6)
 
 
+def test_the_slot_policy_shrinks_only_a_start_far_too_roomy():
+    policy = capacity.SlotPolicy(600, 600, 600)
+    assert policy.shrunk(10) == 32 and policy.capacity == 32  # 10 used + headroom, at least MIN_SLOTS
+    assert (
+        policy.shrunk(10) is None and policy.shrunk(20) is None
+    )  # 32 is not more than twice what 10-20 need
+
+
 def test_slots_shrink_after_the_start_and_a_block_that_runs_short_is_redone(monkeypatch):
     """90 items in 3 tight blobs: the chains start with 90 slots, drop to what they use after the first block,
     and, given no headroom, run short, grow and redo that block with the same keys; no kept block ran short."""
-    monkeypatch.setattr(nested_model, "initial_capacity", lambda occupied, *a, **k: occupied)  # no headroom
+    monkeypatch.setattr(capacity, "initial_capacity", lambda occupied, *a, **k: occupied)  # no headroom
     calls, run_block = [], nested_model._run_block
 
     def recorded(state, keys, *rest):

@@ -129,3 +129,8 @@ def test_lost_precomputed_features_are_not_guessed(tmp_path):
 def test_an_empty_text_is_named():
     with pytest.raises(InvalidInputError, match=r"texts: text 1 is empty \(1 of 3 are\)"):
         TextEmbedder().fit_transform(["the cup final", "  ", "interest rates"])
+
+
+def test_a_dimension_the_model_lacks_is_named():
+    with pytest.raises(InvalidInputError, match=r"TextEmbedder\(dim=100\): expected one of 64, 128, 256"):
+        TextEmbedder(dim=100).fit_transform(TEXTS)
