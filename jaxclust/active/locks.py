@@ -4,6 +4,8 @@
   in the default (single-writer) mode, *shared* in the multi-annotator mode, so any number of shared sessions
   run side by side while a single-writer session excludes every other one. The kernel drops an ``flock`` when
   its process dies, so a killed session never leaves the store locked.
+* :class:`FileHold` is an ``flock`` on the store file itself, so the file is held by its identity whatever name
+  (a symbolic or hard link) opened it, and also after its ``.lock`` was deleted.
 * :class:`SessionFile` marks one shared session as alive: an exclusive ``flock`` on
   ``<store>.sessions/<token>.lock``, held for the session's life. Another session can tell a live session (its
   file is locked) from a dead one (missing, or lockable): the claims of a dead session are released.
@@ -16,13 +18,14 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 
 from jaxclust.errors import StoreError, StoreLockedError
 from jaxclust.files import write_all
 
-__all__ = ["StoreLock", "SessionFile", "session_alive", "sessions_folder", "try_lock", "real_store"]
+__all__ = ["StoreLock", "FileHold", "SessionFile", "session_alive", "sessions_folder", "try_lock", "real_store"]
 
 try:
     import fcntl
@@ -164,6 +167,65 @@ class StoreLock:
                 pass
         os.close(self.fd)
         self.fd = None
+
+
+class FileHold:
+    """An ``flock`` on the store file itself, held from open to close: exclusive for a single writer, shared for
+    the sessions of the multi-annotator mode.
+
+    One descriptor per file and process, counted across the stores of the process that hold the file: closing
+    any descriptor of a file drops every POSIX lock the process holds on it, and SQLite's transactions are POSIX
+    locks, so a second store of this process on the same file must never open (and close) a descriptor of its
+    own. A conflict inside the process is decided from the table, without opening the file.
+    """
+
+    _held: dict[tuple[int, int], list] = {}  # (device, inode) -> [descriptor, shared, holders]
+    _table = threading.Lock()
+
+    def __init__(self, path: Path, shared: bool = False):
+        self.key: tuple[int, int] | None = None
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise StoreError(f"answer store {path}: cannot be read ({exc.strerror})") from exc
+        key = (st.st_dev, st.st_ino)
+        with FileHold._table:
+            entry = FileHold._held.get(key)
+            if entry is not None:
+                if not (shared and entry[1]):
+                    raise self._refused(path)
+                entry[2] += 1
+            else:
+                try:
+                    fd = os.open(str(path), os.O_RDONLY)
+                except OSError as exc:
+                    raise StoreError(f"answer store {path}: cannot be read ({exc.strerror})") from exc
+                if not try_lock(fd, shared):
+                    os.close(fd)
+                    raise self._refused(path)
+                FileHold._held[key] = [fd, shared, 1]
+        self.key = key
+
+    @staticmethod
+    def _refused(path: Path) -> StoreLockedError:
+        return StoreLockedError(
+            f"answer store {path}: is open in another session under another name (a link to the same file) or "
+            "with its .lock file removed; wait for that session to end, or use another store file",
+            path=str(path),
+        )
+
+    def release(self) -> None:
+        """Let go (idempotent); the descriptor closes with the file's last holder in this process, which must
+        have closed its database connection first."""
+        if self.key is None:
+            return
+        with FileHold._table:
+            entry = FileHold._held[self.key]
+            entry[2] -= 1
+            if entry[2] == 0:
+                del FileHold._held[self.key]
+                os.close(entry[0])
+        self.key = None
 
 
 def sessions_folder(store: Path) -> Path:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,8 @@ from jaxclust.active.answer_log import (
     public_record,
     set_aside,
 )
-from jaxclust.active.locks import try_lock
-from jaxclust.errors import StoreError, StoreLockedError, StoreRecoveryWarning
+from jaxclust.active.locks import FileHold
+from jaxclust.errors import StoreError, StoreRecoveryWarning
 from jaxclust.files import append_durably, atomic_write, fsync_dir
 
 __all__ = ["JsonlBackend"]
@@ -52,44 +53,25 @@ class JsonlBackend:
         self.log = log
         self.meta: dict[str, Any] = {}
         self.fd: int | None = None
-        self.lock_fd: int | None = None  # holds the flock on the file itself (see _lock_file)
+        self.hold: FileHold | None = None  # the file itself, held while open: one writer whatever its name
         self.size = 0  # the file's size after this session's last write: a smaller file was truncated
         self.readonly = False  # set before open(): read the records, write and lock nothing (store stats)
 
     # --- opening ---------------------------------------------------------------------------------------------
-    def _lock_file(self, fd: int) -> None:
-        """An exclusive ``flock`` on the store file itself (its identity, whatever name or link opened it): a
-        second writer through a symbolic or hard link, or after the ``.lock`` file was deleted, is refused."""
-        if not try_lock(fd):
-            os.close(fd)
-            raise StoreLockedError(
-                f"answer store {self.path}: is open in another session under another name (a link to the same "
-                "file) or with its .lock file removed; a JSON-lines store takes one writer at a time: wait for "
-                "that session to end, or use another store file",
-                path=str(self.path),
-            )
-
     def open(self) -> dict[str, Any]:
-        """Create or read (and repair) the file; returns the stored meta. The file itself stays locked
-        (see ``_lock_file``) from before it is read until :meth:`close`."""
+        """Create or read (and repair) the file; returns the stored meta. The file itself is held (a
+        :class:`~jaxclust.active.locks.FileHold`) from before it is read until :meth:`close`."""
         p = self.path
         if not p.exists():
             try:
                 self.fd = os.open(str(p), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
             except OSError as exc:
                 raise StoreError(f"answer store {p}: cannot be created ({exc.strerror})") from exc
-            fd = os.dup(self.fd)
-            self._lock_file(fd)
-            self.lock_fd = fd
+            self.hold = FileHold(p)
             fsync_dir(p.parent)
             return {}
         if not self.readonly:
-            try:
-                guard = os.open(str(p), os.O_RDONLY)
-            except OSError as exc:
-                raise StoreError(f"answer store {p}: cannot be read ({exc.strerror})") from exc
-            self._lock_file(guard)
-            self.lock_fd = guard  # released by close(), also when opening fails below
+            self.hold = FileHold(p)  # released by close(), also when opening fails below
         try:
             raw = p.read_bytes()
         except OSError as exc:
@@ -165,11 +147,9 @@ class JsonlBackend:
             return meta
         try:
             self.fd = os.open(str(p), os.O_WRONLY | os.O_APPEND)
-            if os.fstat(self.fd).st_ino != os.fstat(guard).st_ino:  # repaired: a new file, locked afresh
-                fd = os.dup(self.fd)
-                self._lock_file(fd)
-                os.close(guard)
-                self.lock_fd = fd
+            if os.fstat(self.fd).st_ino != self.hold.key[1]:  # repaired: a new file, held afresh
+                old, self.hold = self.hold, FileHold(p)
+                old.release()
             if torn_ok and not damaged:  # only the newline was missing
                 append_durably(self.fd, b"\n")
             self.size = os.fstat(self.fd).st_size
@@ -204,10 +184,11 @@ class JsonlBackend:
         st = os.fstat(self.fd)
         check_same_file(self.path, (st.st_dev, st.st_ino))
         if st.st_size < self.size:
+            saved = self._save_elsewhere()
             raise StoreError(
                 f"answer store {self.path}: was cut to {st.st_size} bytes while this session had it open (it had "
-                f"written {self.size}); another program truncated it, so answers this session stored are gone "
-                f"from the file; nothing more is written. Restore the file from a copy, or start a new store"
+                f"written {self.size}); another program truncated it, so records this session stored are gone "
+                f"from the file, and nothing more is written to it. {saved}"
             )
         data = json.dumps(obj, sort_keys=True).encode() + b"\n"
         size = st.st_size
@@ -223,6 +204,23 @@ class JsonlBackend:
                 "are safe; free disk space or fix permissions and run again"
             ) from exc
         self.size = size + len(data)
+
+    def _save_elsewhere(self) -> str:
+        """Write the meta and the answers in effect that this session holds to a new store file beside this one
+        (the truncated file is left as it is); returns what to tell the user."""
+        real = Path(os.path.realpath(self.path))
+        target = real.with_name(f"{real.stem}.saved-{time.strftime('%Y%m%d-%H%M%S')}{real.suffix}")
+        lines = [{"meta": self.meta}]
+        for rec in self.log.resolve()[0]:
+            lines.append({k: v for k, v in rec.items() if not (k == "annotator" and v is None)})
+        try:
+            atomic_write(target, b"".join(json.dumps(x, sort_keys=True).encode() + b"\n" for x in lines))
+        except OSError as exc:
+            return f"Saving this session's answers elsewhere failed too ({exc.strerror}): restore the file from a copy"
+        return (
+            f"The {plural(len(lines) - 1, 'answer')} in effect that this session held are saved in {target}: "
+            "pass that file as the store to go on"
+        )
 
     def _upgrade(self) -> None:
         """Before the first record only version 2 can read (an annotator, an undo): say so in the meta."""
@@ -284,6 +282,6 @@ class JsonlBackend:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)
-            self.lock_fd = None
+        if self.hold is not None:
+            self.hold.release()
+            self.hold = None

@@ -10,6 +10,7 @@ to the side file and reported); SQLite errors become named :class:`~jaxclust.err
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 import warnings
@@ -33,7 +34,7 @@ from jaxclust.active.answer_log import (
     set_aside,
     undo_problem,
 )
-from jaxclust.active.locks import session_alive
+from jaxclust.active.locks import FileHold, real_store, session_alive
 from jaxclust.errors import StoreError, StoreLockedError, StoreRecoveryWarning
 
 __all__ = ["SqliteBackend"]
@@ -45,7 +46,9 @@ class SqliteBackend:
     """An SQLite answer database; ``shared``: several sessions at once (see :meth:`claim`)."""
 
     def __init__(self, path: Path, log: AnswerLog, *, shared: bool, busy_timeout: float, session: str):
-        self.path = path
+        self.path = path  # as the user named it, for messages
+        self.real = real_store(path)  # what SQLite opens: one name, so one journal and one write-ahead log
+        self.hold: FileHold | None = None  # the database file itself, held while open (writers)
         self.log = log
         self.shared = shared
         self.busy = float(busy_timeout)
@@ -147,13 +150,21 @@ class SqliteBackend:
         """Connect, create the tables or bring an older store up to date (adds, never rewrites), read every row
         into the log; returns the stored meta."""
         existed = self.path.exists() and self.path.stat().st_size > 0
+        self._check_one_name()
         if self.readonly:
             return self._open_readonly()
+        try:
+            os.close(os.open(str(self.real), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))  # a new store
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise StoreError(f"answer store {self.path}: cannot be created ({exc.strerror})") from exc
+        self.hold = FileHold(self.real, shared=self.shared)
         try:
             # any thread may use the store (a web server answers from a thread pool); the caller serialises
             # the calls, as AnswerStore says
             self.conn = sqlite3.connect(
-                str(self.path),
+                str(self.real),
                 timeout=self.busy if self.shared else 0.0,
                 isolation_level=None,
                 check_same_thread=False,
@@ -195,6 +206,22 @@ class SqliteBackend:
         self.loaded = True
         return stored
 
+    def _check_one_name(self) -> None:
+        """``StoreError`` when the database file has several hard links. SQLite keeps a database's journal and
+        write-ahead log beside the name it was opened by, so sessions opening one file by two names write two
+        logs, and a crash under one name loses what the other name's readers and recovery never see."""
+        try:
+            links = os.stat(self.real).st_nlink
+        except FileNotFoundError:
+            return
+        if links > 1:
+            raise StoreError(
+                f"answer store {self.path}: the file has {links} names (hard links); SQLite keeps its journal "
+                "beside the name a session opens, so two names can lose answers in a crash. Nothing was "
+                f"opened: remove the other names (find / -samefile {self.real}), or copy the store to a new file "
+                "and use the copy"
+            )
+
     def _check_ours(self, tables: set[str]) -> None:
         """``StoreError`` unless the database's ``tables`` are a jaxclust store's (or none: a new database, which
         another session may be creating right now)."""
@@ -205,7 +232,7 @@ class SqliteBackend:
             )
 
     def _wal_path(self) -> Path:
-        return self.path.with_name(self.path.name + "-wal")
+        return self.real.with_name(self.real.name + "-wal")
 
     def _check_wal(self) -> None:
         """The write-ahead log must still be the one this session writes to. Another program that removes it
@@ -232,7 +259,7 @@ class SqliteBackend:
         """Read every row without writing anything (no table is created, no claim released)."""
         try:
             self.conn = sqlite3.connect(
-                f"file:{self.path}?mode=ro",
+                f"file:{self.real}?mode=ro",
                 uri=True,
                 timeout=self.busy,
                 isolation_level=None,
@@ -452,16 +479,20 @@ class SqliteBackend:
             self.load()
 
     def close(self) -> None:
-        """Release this session's claims and close the connection (idempotent)."""
-        if self.conn is None:
-            return
+        """Release this session's claims, close the connection, then let go of the file (idempotent)."""
         try:
-            if self.shared and not self.readonly:
+            if self.conn is not None:
                 try:
-                    with self.write("closed") as con:
-                        con.execute("DELETE FROM pending WHERE session = ?", (self.session,))
-                except StoreError:  # the claims die with the session file anyway
-                    pass
+                    if self.shared and not self.readonly:
+                        try:
+                            with self.write("closed") as con:
+                                con.execute("DELETE FROM pending WHERE session = ?", (self.session,))
+                        except StoreError:  # the claims die with the session file anyway
+                            pass
+                finally:
+                    self.conn.close()
+                    self.conn = None
         finally:
-            self.conn.close()
-            self.conn = None
+            if self.hold is not None:  # after the connection: see FileHold
+                self.hold.release()
+                self.hold = None

@@ -1,5 +1,6 @@
 """A store is one file whatever the names that reach it: a second writer through a symbolic or hard link, or after
-the ``.lock`` file was deleted, gets a named error; a file cut short or a dangling link is said as such."""
+the ``.lock`` file was deleted, gets a named error (an SQLite file with two hard links is refused: two journals);
+a file cut short or a dangling link is said as such."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from jaxclust.active import AnswerStore
-from jaxclust.errors import StoreError, StoreLockedError
+from jaxclust.errors import StoreError, StoreLockedError, StoreMismatchError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,12 +21,14 @@ OPEN_AND_REPORT = textwrap.dedent(
     """
     import sys
     from jaxclust.active.store import AnswerStore
-    from jaxclust.errors import StoreLockedError
+    from jaxclust.errors import StoreError, StoreLockedError, StoreMismatchError
 
     try:
         AnswerStore(sys.argv[1]).close()
     except StoreLockedError as exc:
         print("locked:", exc)
+    except StoreError as exc:
+        print("refused:", exc)
     else:
         print("opened")
     """
@@ -73,18 +76,45 @@ def test_a_jsonl_store_takes_one_writer_whatever_the_name(tmp_path):
 
 
 def test_an_sqlite_store_opened_through_a_symbolic_link_is_the_same_store(tmp_path):
-    store, soft, _ = _links(tmp_path, ".sqlite")
+    store, soft, hard = _links(tmp_path, ".sqlite")
+    hard.unlink()  # one name for the file (see the next test)
     with AnswerStore(store) as first:
         first.append(0, 1, "must")
         assert _other_process(soft).startswith("locked:")
         with pytest.raises(StoreLockedError):
             AnswerStore(soft)
+        os.remove(store.with_name(store.name + ".lock"))  # deleted mid-session: the file itself stays held
+        assert _other_process(soft).startswith("locked:")
+        with pytest.raises(StoreLockedError, match="under another name .* or with its .lock file removed"):
+            AnswerStore(soft)
+        first.append(1, 2, "cannot")  # the first writer goes on
     # beside a live shared session a single writer through a link is refused, and the claims stay
     with AnswerStore(store, shared=True) as shared:
         assert shared.claim(2, 3, annotator="alice")
         with pytest.raises(StoreLockedError, match="shared mode"):
             AnswerStore(soft)
         assert [(c["i"], c["j"]) for c in shared.pending()] == [(2, 3)]
+        assert [(r["i"], r["j"]) for r in shared.records] == [(0, 1), (1, 2)]
+    assert not (tmp_path / "other" / "soft.sqlite-wal").exists()  # SQLite's files sit beside the file itself
+
+
+def test_an_sqlite_store_with_two_names_is_refused_under_either(tmp_path):
+    """SQLite keeps the journal beside the name it opened, so a database with two hard links is two journals."""
+    store, _, hard = _links(tmp_path, ".sqlite")
+    for name in (store, hard):
+        for readonly in (False, True):
+            with pytest.raises(StoreError, match=r"the file has 2 names \(hard links\).*Nothing was opened"):
+                AnswerStore(name, readonly=readonly)
+    os.remove(hard)
+    with AnswerStore(store) as first:  # a link made while a session runs: refused in another process
+        first.append(0, 1, "must")
+        os.link(store, tmp_path / "later.sqlite")
+        out = _other_process(tmp_path / "later.sqlite")
+        assert out.startswith("refused:") and "has 2 names" in out, out
+        first.append(1, 2, "cannot")
+    os.remove(tmp_path / "later.sqlite")
+    with AnswerStore(store) as again:
+        assert len(again.records) == 2
 
 
 def test_a_jsonl_store_cut_short_mid_session_stops_the_session(tmp_path):
@@ -92,10 +122,22 @@ def test_a_jsonl_store_cut_short_mid_session_stops_the_session(tmp_path):
     with AnswerStore(path, meta={"n": 10}) as store:
         store.append(0, 1, "must")
         store.append(1, 2, "cannot")
+        store.undo()
+        store.append(1, 3, "must", annotator="bob")
         with open(path, "r+b") as f:  # another program truncates the file in place
             f.truncate(10)
-        with pytest.raises(StoreError, match=r"a.jsonl: was cut to 10 bytes while this session had it open"):
+        with pytest.raises(StoreError, match=r"a.jsonl: was cut to 10 bytes while this session had it open") as e:
             store.append(2, 3, "must")
+    # the answers in effect are in a new store beside it, which opens as one (same meta), nothing else is lost
+    (saved,) = tmp_path.glob("a.saved-*.jsonl")
+    assert f"The 2 answers in effect that this session held are saved in {saved}" in str(e.value)
+    with AnswerStore(saved, meta={"n": 10}) as again:
+        assert [(r["i"], r["j"], r["answer"], r["annotator"]) for r in again.records] == [
+            (0, 1, "must", None),
+            (1, 3, "must", "bob"),
+        ]
+    with pytest.raises(StoreMismatchError):
+        AnswerStore(saved, meta={"n": 11})
 
 
 def test_a_dangling_link_is_named(tmp_path):

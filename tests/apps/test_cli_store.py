@@ -95,6 +95,7 @@ def test_bad_input_is_one_line(tmp_path, store):
                 app, ["store", "export", str(store), "--answers", str(target), *extra]
             )
             assert result.exit_code == 2 and "that is the store itself" in result.output, target
+    hard.unlink()  # an SQLite store with two names is not opened at all
     with AnswerStore(store) as s:
         assert len(s.all_answers) == len(ANSWERS)  # untouched
 
