@@ -25,7 +25,15 @@ from pathlib import Path
 from jaxclust.errors import StoreError, StoreLockedError
 from jaxclust.files import write_all
 
-__all__ = ["StoreLock", "FileHold", "SessionFile", "session_alive", "sessions_folder", "try_lock", "real_store"]
+__all__ = [
+    "StoreLock",
+    "FileHold",
+    "SessionFile",
+    "session_alive",
+    "sessions_folder",
+    "try_lock",
+    "real_store",
+]
 
 try:
     import fcntl

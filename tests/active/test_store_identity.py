@@ -126,7 +126,9 @@ def test_a_jsonl_store_cut_short_mid_session_stops_the_session(tmp_path):
         store.append(1, 3, "must", annotator="bob")
         with open(path, "r+b") as f:  # another program truncates the file in place
             f.truncate(10)
-        with pytest.raises(StoreError, match=r"a.jsonl: was cut to 10 bytes while this session had it open") as e:
+        with pytest.raises(
+            StoreError, match=r"a.jsonl: was cut to 10 bytes while this session had it open"
+        ) as e:
             store.append(2, 3, "must")
     # the answers in effect are in a new store beside it, which opens as one (same meta), nothing else is lost
     (saved,) = tmp_path.glob("a.saved-*.jsonl")
