@@ -28,6 +28,7 @@ __all__ = [
     "InfeasibleConstraintsError",
     "NotFittedError",  # noqa: F822 - built on first access, see __getattr__
     "NumericalError",
+    "ChatError",
     "ExperimentConfigError",
     "ExperimentError",
     "DistributedError",
@@ -156,6 +157,12 @@ class ExperimentConfigError(JaxclustError, ValueError):
 
 class ExperimentError(JaxclustError, RuntimeError):
     """An experiment grid cannot run at all (e.g. the Ray cluster cannot be reached); the message says why."""
+
+
+class ChatError(JaxclustError, RuntimeError):
+    """A chat-model endpoint (:mod:`jaxclust.active.chat`) cannot answer: the key is missing or refused, the
+    model or URL is wrong, or a request still failed after its retries. The message names the URL and what it
+    said."""
 
 
 class DistributedError(JaxclustError, RuntimeError):

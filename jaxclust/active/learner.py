@@ -193,7 +193,8 @@ class ActiveLearner:
         Called with a one-line message before and after the first fit of :meth:`run` (which may take seconds
         while JAX compiles), e.g. ``print``.
     annotator : str or None
-        Who answers: stored with every new answer (default: the operating-system user name).
+        Who answers: stored with every new answer (default: the oracle's ``annotator`` attribute when it has one,
+        e.g. :class:`~jaxclust.active.chat.ChatOracle`'s model and prompt, else the operating-system user name).
     error_rate : float or dict
         How often an answer is wrong. 0 (default): every answer is a hard constraint, and an answer that
         contradicts earlier ones is dropped (recorded, and reported in ``conflicts_``). In ``(0, 1/2]``: every
@@ -382,7 +383,7 @@ class ActiveLearner:
 
     def _undo_last(self) -> None:
         """Undo the annotator's latest answer in the store (the oracle raised ``UndoLast``) and tell the oracle."""
-        who = check_annotator(self.annotator) or default_annotator()
+        who = self._annotator()
         if isinstance(self.store, AnswerStore):
             undone = self.store.undo(who)
         else:
@@ -423,8 +424,17 @@ class ActiveLearner:
             constraints = as_constraints(constraints, n, where="ActiveLearner.run")
         if constraints is not None and constraints.n != n:
             raise InvalidInputError(f"constraints: built for {constraints.n} items, X has {n} rows")
-        annotator = check_annotator(self.annotator) or default_annotator()
-        return self._session(settings, X, int(n_queries), labels, constraints, annotator)
+        return self._session(settings, X, int(n_queries), labels, constraints, self._annotator())
+
+    def _annotator(self) -> str:
+        """Who answers: ``annotator``, else the oracle's own name (``oracle.annotator``, e.g. a chat model and its
+        prompt), else the operating-system user."""
+        own = getattr(self.oracle, "annotator", None)
+        return (
+            check_annotator(self.annotator)
+            or (check_annotator(own) if isinstance(own, str) else None)
+            or (default_annotator())
+        )
 
     def _session(
         self,

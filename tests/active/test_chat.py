@@ -1,0 +1,223 @@
+"""The chat-model annotator end to end against a fake OpenAI-compatible server on 127.0.0.1: replies read as
+verdicts, votes and unanimity, retries on 429/503 and timeouts, the key, the budget, garbled replies, and the
+machine's two error rates (Beta posteriors, closed form)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from jaxclust.active import ActiveLearner, AnswerStore, SessionStopped
+from jaxclust.active.chat import ChatEndpoint, ChatOracle, MachineRates, read_reply
+from jaxclust.active.chat_fake import FakeChatServer
+from jaxclust.errors import ChatError, InvalidInputError
+
+LABELS = [0, 0, 0, 1, 1, 1, 2, 2]
+TEXTS = [f"text number {k} about topic {y}" for k, y in enumerate(LABELS)]
+
+
+def _oracle(server, **kw) -> ChatOracle:
+    endpoint_kw = {
+        k: kw.pop(k) for k in list(kw) if k in ("timeout", "max_retries", "max_requests", "api_key_env")
+    }
+    endpoint_kw.setdefault("api_key_env", None)
+    sleeps = []
+    endpoint = ChatEndpoint(server.url, "fake-model", backoff=0.5, sleep=sleeps.append, **endpoint_kw)
+    oracle = ChatOracle(TEXTS, endpoint, **kw)
+    oracle.sleeps = sleeps
+    return oracle
+
+
+@pytest.mark.parametrize(
+    "text, verdict",
+    [
+        ("Yes", "must"),
+        ("yes.", "must"),
+        ("  **Yes** - same topic", "must"),
+        ("Same", "must"),
+        ("No", "cannot"),
+        ("no, they differ", "cannot"),
+        ("Different.", "cannot"),
+        ("I am not sure", None),
+        ("", None),
+        (None, None),
+        ("Maybe yes", None),
+    ],
+)
+def test_a_reply_is_read_from_its_first_word(text, verdict):
+    assert read_reply(text) == verdict
+
+
+def test_right_answers_are_gold_and_each_pair_is_asked_once():
+    with FakeChatServer(TEXTS, LABELS) as server:
+        oracle = _oracle(
+            server, n_replies=3, instructions="Items are grouped by topic.", examples=[("a", "b", True)]
+        )
+        pairs = [(0, 1), (0, 3), (4, 5), (6, 2), (7, 6)]
+        assert [oracle.answer(i, j) for i, j in pairs] == [
+            "must" if LABELS[i] == LABELS[j] else "cannot" for i, j in pairs
+        ]
+        assert oracle.votes(1, 0) == (3, 0, 0)  # the pair either way round, from the cache
+        assert len(server.requests) == len(pairs)  # one request per pair, all replies in it
+        prompt = server.requests[0]["messages"][0]["content"]
+        assert prompt.startswith(
+            "Items are grouped by topic.\n\nExample: Item A: a | Item B: b | Answer: yes\n"
+        )
+        assert server.requests[0]["n"] == 3 and server.requests[0]["model"] == "fake-model"
+        assert oracle.endpoint.usage.requests == 5 and oracle.endpoint.usage.completion_tokens == 15
+
+
+def test_split_replies_are_unknown_and_garbled_ones_abstain(caplog):
+    with FakeChatServer(TEXTS, LABELS, noise=0.15, seed=3) as server:
+        oracle = _oracle(server, n_replies=3)
+        for i in range(len(TEXTS)):
+            for j in range(i + 1, len(TEXTS)):
+                same, different, abstained = oracle.votes(i, j)
+                assert same + different == 3 and abstained == 0
+                want = "unknown" if same and different else ("must" if same else "cannot")
+                assert oracle.answer(i, j) == want
+        assert {oracle.answer(i, j) for i in range(8) for j in range(i + 1, 8)} == {
+            "must",
+            "cannot",
+            "unknown",
+        }
+    with FakeChatServer(TEXTS, LABELS, garble=1.0) as server, caplog.at_level(logging.INFO):
+        oracle = _oracle(server, n_replies=2)
+        assert oracle.answer(0, 1) == "unknown" and oracle.votes(0, 1) == (0, 0, 2)
+        assert "pair (0, 1): reply" in caplog.text and "read as an abstention" in caplog.text
+
+
+def test_a_server_that_returns_fewer_choices_is_asked_again():
+    with FakeChatServer(TEXTS, LABELS, max_choices=2) as server:
+        oracle = _oracle(server, n_replies=5)
+        assert oracle.votes(3, 4) == (5, 0, 0)
+        assert [r["n"] for r in server.requests] == [5, 3, 1]
+
+
+def test_rate_limits_and_outages_are_retried_with_backoff():
+    with FakeChatServer(TEXTS, LABELS, rate_limit_every=2, fail_first=2) as server:
+        oracle = _oracle(server, n_replies=1, max_retries=3)
+        # requests 1, 2: 503; 3: answered; 4: 429 (Retry-After 0); 5: answered
+        assert oracle.answer(0, 1) == "must" and oracle.answer(0, 7) == "cannot"
+        usage = oracle.endpoint.usage
+        assert (usage.requests, usage.retries, usage.failures) == (5, 3, 0)
+        assert oracle.sleeps == [0.5, 1.0, 0.0]  # backoff * 2**attempt; the server's Retry-After
+    with FakeChatServer(TEXTS, LABELS, fail_first=10) as server:
+        oracle = _oracle(server, max_retries=2)
+        with pytest.raises(ChatError, match=r"/v1/chat/completions: 503 overloaded, after 3 attempts"):
+            oracle.answer(0, 1)
+        assert oracle.endpoint.usage.failures == 1 and (0, 1) not in oracle._votes  # nothing cached
+
+
+def test_a_slow_server_times_out_with_a_named_error():
+    with FakeChatServer(TEXTS, LABELS, delay=0.5) as server:
+        oracle = _oracle(server, timeout=0.05, max_retries=1)
+        with pytest.raises(ChatError, match=r"no response within 0.05 s, after 2 attempts"):
+            oracle.answer(0, 1)
+
+
+def test_the_key_comes_from_the_named_variable(monkeypatch):
+    with FakeChatServer(TEXTS, LABELS, key="sk-right") as server:
+        monkeypatch.delenv("JAXCLUST_TEST_KEY", raising=False)
+        with pytest.raises(ChatError, match="the environment variable JAXCLUST_TEST_KEY is not set"):
+            _oracle(server, api_key_env="JAXCLUST_TEST_KEY").answer(0, 1)
+        monkeypatch.setenv("JAXCLUST_TEST_KEY", "sk-wrong")
+        with pytest.raises(
+            ChatError, match=r"refused the key \(401 Incorrect API key provided\); check the variable"
+        ):
+            _oracle(server, api_key_env="JAXCLUST_TEST_KEY").answer(0, 1)
+        monkeypatch.setenv("JAXCLUST_TEST_KEY", "sk-right")
+        assert _oracle(server, api_key_env="JAXCLUST_TEST_KEY").answer(0, 1) == "must"
+
+
+def test_a_spent_budget_ends_the_session():
+    with FakeChatServer(TEXTS, LABELS) as server:
+        oracle = _oracle(server, max_requests=2)
+        oracle.answer(0, 1)
+        oracle.answer(0, 2)
+        with pytest.raises(SessionStopped, match=r"request budget \(2 requests\) is spent"):
+            oracle.answer(0, 3)
+
+
+def test_bad_settings_are_named():
+    with pytest.raises(InvalidInputError, match="base_url: expected an http"):
+        ChatEndpoint("127.0.0.1:8080", "m")
+    with pytest.raises(InvalidInputError, match="max_retries"):
+        ChatEndpoint("http://127.0.0.1:1/v1", "m", max_retries=-1)
+    endpoint = ChatEndpoint("http://127.0.0.1:1/v1", "m", api_key_env=None)
+    with pytest.raises(InvalidInputError, match=r"examples\[0\]: expected \(item a, item b, same\?\)"):
+        ChatOracle(TEXTS, endpoint, examples=[("only one",)])
+    with pytest.raises(InvalidInputError, match="n_replies"):
+        ChatOracle(TEXTS, endpoint, n_replies=0)
+    closed = ChatEndpoint("http://127.0.0.1:9/v1", "m", api_key_env=None, max_retries=0)  # nobody listens
+    with pytest.raises(ChatError, match=r"127.0.0.1:9/v1/chat/completions: cannot connect .*after 1 attempts"):
+        ChatOracle(TEXTS, closed).answer(0, 1)
+
+
+def test_machine_rates_are_beta_posterior_means_and_give_likelihood_ratios():
+    rates = MachineRates(prior=(1.0, 9.0))
+    assert rates.false_same == pytest.approx(0.1) and rates.false_different == pytest.approx(0.1)
+    # the machine said "same" 10 times (7 right), "different" 20 times (18 right); 2 "unknown" say nothing
+    for machine, person, times in [
+        ("must", "must", 7),
+        ("must", "cannot", 3),
+        ("cannot", "cannot", 18),
+        ("cannot", "must", 2),
+        ("unknown", "must", 1),
+        ("must", "unknown", 1),
+    ]:
+        for _ in range(times):
+            rates.add(machine, person)
+    assert rates.n_checked == 30
+    fs = (1 + 3) / (10 + 3 + 18)  # wrong "same"s among the 21 pairs people call different
+    fd = (1 + 2) / (10 + 2 + 7)  # wrong "different"s among the 9 pairs people call the same
+    assert rates.false_same == pytest.approx(fs) and rates.false_different == pytest.approx(fd)
+    # the soft answer's odds (1 - eps) / eps are the reply's likelihood ratio
+    eps = rates.error_rate("must")
+    assert (1 - eps) / eps == pytest.approx((1 - fd) / fs)
+    eps = rates.error_rate("cannot")
+    assert (1 - eps) / eps == pytest.approx((1 - fs) / fd)
+    with pytest.raises(InvalidInputError, match="answer: expected 'must' or 'cannot'"):
+        rates.error_rate("unknown")
+
+
+def test_rates_estimated_from_the_fake_server_approach_its_rates():
+    """Many pairs: the estimates sit near the server's rates (a wide tolerance: a finite sample)."""
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 400)
+    texts = [f"item {k}" for k in range(400)]
+    with FakeChatServer(texts, labels, false_same=0.25, false_different=0.05, seed=1) as server:
+        endpoint = ChatEndpoint(server.url, "fake", api_key_env=None)
+        oracle = ChatOracle(texts, endpoint, n_replies=1)
+        rates = MachineRates()
+        for _ in range(600):
+            i, j = (int(v) for v in rng.choice(400, 2, replace=False))
+            rates.add(oracle.answer(i, j), "must" if labels[i] == labels[j] else "cannot")
+    assert abs(rates.false_same - 0.25) < 0.06 and abs(rates.false_different - 0.05) < 0.04
+
+
+def test_a_session_stores_the_machine_as_its_annotator(tmp_path):
+    X = np.concatenate([np.random.default_rng(0).normal(c, 0.1, (4, 2)) for c in (0.0, 3.0)])
+    labels = [0] * 4 + [1] * 4
+    texts = [f"point {k}" for k in range(8)]
+    with FakeChatServer(texts, labels) as server:
+        oracle = ChatOracle(texts, ChatEndpoint(server.url, "fake", api_key_env=None), n_replies=1)
+        from jaxclust import DPMM
+
+        learner = ActiveLearner(
+            DPMM(n_chains=2, n_burnin=10, n_samples=5, random_state=0),
+            oracle,
+            strategy="random",
+            store=tmp_path / "a.jsonl",
+            progress=False,
+        )
+        learner.run(X, 4)
+    with AnswerStore(tmp_path / "a.jsonl") as store:
+        rows = store.records
+    assert len(rows) == 4 and {r["annotator"] for r in rows} == {oracle.annotator}
+    assert oracle.annotator.startswith("fake (prompt ") and len(oracle.annotator) == len(
+        "fake (prompt 12345678)"
+    )
+    assert all(r["answer"] == ("must" if labels[r["i"]] == labels[r["j"]] else "cannot") for r in rows)
