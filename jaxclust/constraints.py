@@ -37,7 +37,7 @@ from jaxclust.errors import ConstraintConflictError, ConstraintError, InvalidInp
 from jaxclust.shapes import next_pow2
 from jaxclust.validation import check_labels
 
-__all__ = ["Constraints", "as_constraints"]
+__all__ = ["Constraints", "as_constraints", "Answer"]
 
 Pair = tuple[int, int]
 _KINDS = {True: "must", False: "cannot"}
@@ -111,9 +111,19 @@ def as_kind(kind: Any, what: str) -> bool:
     raise ConstraintError(f"{what}: kind must be 'must' or 'cannot' (or True / False), got {kind!r}")
 
 
+class Answer(NamedTuple):
+    """A reply that says who gave it: an oracle that passes questions on (a chat model first, a person where it
+    matters) returns one, and the session stores ``annotator`` with the answer instead of its own name."""
+
+    answer: str
+    annotator: str | None = None
+
+
 def check_reply(reply: Any, i: int, j: int, name: str = "oracle") -> str:
-    """``reply`` as ``"must"``, ``"cannot"`` or ``"unknown"`` (True, False and None are accepted for them);
-    ``InvalidInputError`` naming ``name`` and the pair otherwise."""
+    """``reply`` as ``"must"``, ``"cannot"`` or ``"unknown"`` (True, False and None are accepted for them, and an
+    :class:`Answer` for its ``answer``); ``InvalidInputError`` naming ``name`` and the pair otherwise."""
+    if isinstance(reply, Answer):
+        reply = reply.answer
     if isinstance(reply, bool | np.bool_):  # as as_kind reads them
         reply = "must" if reply else "cannot"
     elif reply is None:
@@ -125,10 +135,20 @@ def check_reply(reply: Any, i: int, j: int, name: str = "oracle") -> str:
     return reply
 
 
-def ask(oracle: Any, i: int, j: int) -> str:
-    """Call an oracle (an object with ``answer`` or a plain callable ``oracle(i, j)``) and check its reply."""
+def ask(oracle: Any, i: int, j: int) -> str | Answer:
+    """Call an oracle (an object with ``answer`` or a plain callable ``oracle(i, j)``) and check its reply (an
+    :class:`Answer` is returned as one, its ``answer`` checked)."""
     fn = oracle.answer if hasattr(oracle, "answer") else oracle
-    return check_reply(fn(i, j), i, j)
+    reply = fn(i, j)
+    if isinstance(reply, Answer):
+        if reply.annotator is not None and (
+            not isinstance(reply.annotator, str) or not reply.annotator.strip()
+        ):
+            raise InvalidInputError(
+                f"oracle: answered pair ({i}, {j}) as annotator {reply.annotator!r}; expected a name or None"
+            )
+        return Answer(check_reply(reply, i, j), reply.annotator)
+    return check_reply(reply, i, j)
 
 
 def _error_rate(value: Any, name: str, allow_zero: bool = True) -> float:

@@ -20,9 +20,10 @@ def test_python_blocks_are_found():
 
 def test_readme_snippet_runs_as_a_script_and_prints_its_results(tmp_path, capsys, monkeypatch):
     blocks = python_blocks(README.read_text(encoding="utf-8"))
-    # the quick start, and the multi-process script (run by tests/dpmm/test_dpmm_distributed.py)
-    assert len(blocks) == 2, "two Python snippets expected; give a new one its own test"
-    assert "distributed.initialize()" in blocks[1]
+    # the quick start, the chat model first (below), and the multi-process script (run by
+    # tests/dpmm/test_dpmm_distributed.py)
+    assert len(blocks) == 3, "three Python snippets expected; give a new one its own test"
+    assert "MachineFirst" in blocks[1] and "distributed.initialize()" in blocks[2]
     script = tmp_path / "quickstart.py"
     script.write_text(blocks[0], encoding="utf-8")
     monkeypatch.chdir(tmp_path)
@@ -55,3 +56,31 @@ def test_readme_snippet_runs_as_a_script_and_prints_its_results(tmp_path, capsys
         f"{float(after.group(1)):.2f}",
     )
     assert prose.groups() == printed, f"README states {prose.groups()}, the snippet prints {printed}"
+
+
+def test_the_chat_model_snippet_runs_against_a_stand_in_server(tmp_path, monkeypatch):
+    """The README's "chat model first" snippet, with the stand-in server's address for the local server's and a
+    gold oracle for the person at the terminal."""
+    import numpy as np
+
+    from jaxclust import DPMM
+    from jaxclust.active import ActiveLearner, AnswerStore, GoldOracle
+    from jaxclust.active.chat_fake import FakeChatServer
+
+    block = python_blocks(README.read_text(encoding="utf-8"))[1]
+    assert '"http://127.0.0.1:8080/v1"' in block and "InteractiveOracle(texts)" in block
+    labels = [0] * 5 + [1] * 5
+    texts = [f"text {k}" for k in range(10)]
+    X = np.concatenate([np.random.default_rng(0).normal(c, 0.2, (5, 2)) for c in (0.0, 3.0)])
+    monkeypatch.chdir(tmp_path)
+    with FakeChatServer(texts, labels, noise=0.2, seed=0) as server:
+        code = block.replace('"http://127.0.0.1:8080/v1"', repr(server.url))
+        code = code.replace("InteractiveOracle(texts)", "GoldOracle(labels)").replace(
+            "DPMM()", "DPMM(n_burnin=10)"
+        )
+        code = code.replace(".run(X, 100)", ".run(X, 8)")
+        scope = {"texts": texts, "labels": labels, "X": X, "DPMM": DPMM, "ActiveLearner": ActiveLearner}
+        exec(compile(code, "README chat snippet", "exec"), {**scope, "GoldOracle": GoldOracle})
+    with AnswerStore(tmp_path / "answers.sqlite") as store:
+        who = {r["annotator"] for r in store.records}
+    assert len(store.records) == 8 and any(w.startswith("qwen2.5-7b-instruct (prompt ") for w in who)

@@ -11,6 +11,8 @@ chat-completions endpoint (a hosted API, or a local server such as llama.cpp's o
   kept (:meth:`ChatOracle.votes`) and never asked twice.
 * :class:`MachineRates` estimates the machine's two error rates from pairs people also answered, and turns them
   into the error rate of each of its answers as a soft answer.
+* :class:`MachineFirst` routes: the machine answers first, a person where its replies split and for a share of
+  checks that calibrate :class:`MachineRates`.
 
 A request that still fails after its retries raises :class:`~jaxclust.errors.ChatError` (an outage must not
 become a run of "don't know" answers, which a session never asks again); a spent budget raises
@@ -32,11 +34,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxclust.active.oracles import SessionStopped, shorten
-from jaxclust.errors import ChatError, InvalidInputError
-from jaxclust.validation import check_float, check_int
+import numpy as np
 
-__all__ = ["ChatEndpoint", "ChatOracle", "MachineRates", "read_reply", "PROMPT"]
+from jaxclust.active.oracles import SessionStopped, shorten
+from jaxclust.constraints import Answer, ask, check_reply
+from jaxclust.errors import ChatError, InvalidInputError
+from jaxclust.validation import check_float, check_int, seed_from
+
+__all__ = ["ChatEndpoint", "ChatOracle", "MachineRates", "MachineFirst", "read_reply", "PROMPT"]
 
 log = logging.getLogger(__name__)
 
@@ -409,6 +414,9 @@ class MachineRates:
     def n_checked(self) -> int:
         return sum(sum(v) for v in self.checked.values())
 
+    def __repr__(self) -> str:
+        return f"MachineRates(prior={self.prior}, checked={self.checked})"
+
     def error_rate(self, answer: str) -> float:
         fs, fd = self.false_same, self.false_different
         if answer == "must":
@@ -418,3 +426,84 @@ class MachineRates:
         else:
             raise InvalidInputError(f"answer: expected 'must' or 'cannot', got {answer!r}")
         return min(0.5, eps)
+
+
+class MachineFirst:
+    """The machine answers first; a person answers where it matters, and checks a share of the machine's answers.
+
+    For each question the chat model is asked (its votes); the question goes to ``person`` (any oracle) when the
+    model's replies split or all abstained, and also, at random, for a share ``check`` of the others, so that
+    :class:`MachineRates` learns how often the machine is wrong (both answers are compared, the person's is
+    used). Otherwise the machine's answer stands, returned as an :class:`~jaxclust.active.oracles.Answer` under
+    the machine's name, so a session stores it as the machine's and gives it the machine's error rate when
+    ``error_rate`` says so: pass ``ActiveLearner(..., error_rate=oracle.error_rates())``.
+
+    Parameters
+    ----------
+    machine : ChatOracle
+    person : oracle
+        Answers the questions routed to people (``InteractiveOracle`` at a terminal; ``GoldOracle`` in an
+        experiment); its answers are stored under the session's annotator.
+    rates : MachineRates or None
+        The machine's error rates, updated by every check (a new one when None).
+    check : float in [0, 1]
+        The share of the machine's unanimous answers also asked of a person.
+    random_state : int
+
+    Attributes
+    ----------
+    routes : list of dict
+        One per question: ``i``, ``j``, the machine's ``votes`` and ``verdict``, ``to`` (``"machine"`` or
+        ``"person"``), ``why`` (``"split"``, ``"check"`` or None) and the ``person``'s answer when asked.
+    """
+
+    def __init__(
+        self,
+        machine: ChatOracle,
+        person: Any,
+        rates: MachineRates | None = None,
+        check: float = 0.1,
+        random_state=0,
+    ):
+        if not isinstance(machine, ChatOracle):
+            raise InvalidInputError(f"machine: expected a ChatOracle, got {type(machine).__name__}")
+        fn = getattr(person, "answer", person)
+        if not callable(fn):
+            raise InvalidInputError(
+                f"person: expected an oracle (answer(i, j) or a callable), got {person!r}"
+            )
+        if rates is not None and not isinstance(rates, MachineRates):
+            raise InvalidInputError(f"rates: expected MachineRates or None, got {type(rates).__name__}")
+        self.machine, self.person = machine, person
+        self.rates = MachineRates() if rates is None else rates
+        self.check = check_float(check, "check", minimum=0.0, maximum=1.0)
+        self.rng = np.random.default_rng(seed_from(random_state))
+        self.routes: list[dict[str, Any]] = []
+
+    def error_rates(self, person_rate: float = 0.0) -> dict[str, Any]:
+        """``error_rate`` for the learner: the machine's rates for its answers, ``person_rate`` for everyone
+        else's."""
+        return {"*": person_rate, self.machine.annotator: self.rates}
+
+    def answer(self, i: int, j: int) -> Any:
+        votes = self.machine.votes(i, j)
+        verdict = self.machine.answer(i, j)
+        route = {"i": i, "j": j, "votes": votes, "verdict": verdict, "to": "machine", "why": None}
+        self.routes.append(route)
+        if verdict == "unknown":
+            route.update(to="person", why="split")
+        elif self.check > 0 and self.rng.random() < self.check:
+            route.update(to="person", why="check")
+        if route["to"] == "machine":
+            return Answer(verdict, self.machine.annotator)
+        said = check_reply(ask(self.person, i, j), i, j, name="person")
+        route["person"] = said
+        if route["why"] == "check":
+            self.rates.add(verdict, said)
+        return said
+
+    def undone(self, record: dict | None, message: str) -> None:
+        """An undo (``u`` at the terminal) is the person's: their oracle is told, as it would be without this."""
+        tell = getattr(self.person, "undone", None)
+        if callable(tell):
+            tell(record, message)

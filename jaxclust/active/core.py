@@ -38,8 +38,18 @@ from jaxclust.active.state import SessionState, apply_answer, replay
 from jaxclust.coclustering import least_squares_sample
 from jaxclust.constraints import Constraints
 from jaxclust.errors import InvalidInputError
+from jaxclust.validation import Real
 
-__all__ = ["SessionSettings", "Fit", "SessionCore", "fit_model", "check_samples", "FIT_SEED_STRIDE"]
+__all__ = [
+    "SessionSettings",
+    "Fit",
+    "SessionCore",
+    "fit_model",
+    "check_samples",
+    "is_rate_model",
+    "RateRule",
+    "FIT_SEED_STRIDE",
+]
 
 #: The k-th fit of a session is seeded ``base_seed + FIT_SEED_STRIDE * k``.
 FIT_SEED_STRIDE = 7919
@@ -62,17 +72,22 @@ class SessionSettings:
     progress: bool = False
     status: Callable[[str], Any] | None = None
 
-    def rate_of(self, who: str | None) -> float:
-        """The error rate of an answer by ``who`` (see ``ActiveLearner``'s ``error_rate``)."""
+    def rate_of(self, who: str | None, answer: str | None = None) -> float:
+        """The error rate of ``answer`` by ``who`` (see ``ActiveLearner``'s ``error_rate``): a rate given as an
+        object (e.g. :class:`~jaxclust.active.chat.MachineRates`) is asked ``error_rate(answer)`` for
+        ``"must"`` and ``"cannot"``; "don't know" has none."""
         rates = self.error_rate
         if isinstance(rates, Mapping):
             if who in rates:
-                return float(rates[who])
-            if "*" in rates:
-                return float(rates["*"])
-            raise InvalidInputError(
-                f"error_rate: no rate for annotator {who!r} (give one, or a '*' entry for everyone else)"
-            )
+                rates = rates[who]
+            elif "*" in rates:
+                rates = rates["*"]
+            else:
+                raise InvalidInputError(
+                    f"error_rate: no rate for annotator {who!r} (give one, or a '*' entry for everyone else)"
+                )
+        if is_rate_model(rates):
+            return float(rates.error_rate(answer)) if answer in ("must", "cannot") else 0.0
         return float(rates)
 
     def burnin_for(self, model) -> int:
@@ -95,13 +110,38 @@ class SessionSettings:
             "warm_start": bool(self.warm_start),
             "warm_burnin": self.burnin_for(model),
             "stop_entropy": None if self.stop_entropy is None else float(self.stop_entropy),
-            "error_rate": self.error_rate if isinstance(self.error_rate, Mapping) else float(self.error_rate),
+            "error_rate": _described(self.error_rate),
             "propagation": self.propagation,
             "base_seed": int(base_seed),
             "model": type(model).__qualname__,
             "params": repr(sorted((k, v) for k, v in params.items() if k != "random_state")),
         }
         return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def is_rate_model(value: Any) -> bool:
+    """Whether ``value`` gives error rates per answer (has a callable ``error_rate(answer)``) rather than being
+    one."""
+    return callable(getattr(value, "error_rate", None))
+
+
+class RateRule(NamedTuple):
+    """A validation rule: an error rate in [0, 1/2], or an object that gives one per answer (``error_rate``)."""
+
+    def want(self) -> str:
+        return f"{Real(0.0, 0.5).want()} or an object with error_rate(answer) (e.g. MachineRates)"
+
+    def check(self, value: Any) -> Any:
+        if is_rate_model(value):
+            return value
+        return Real(0.0, 0.5).check(value)
+
+
+def _described(rates: Any) -> Any:
+    """``error_rate`` for the digest: numbers as floats, a rate model by its ``repr`` (its counts)."""
+    if isinstance(rates, Mapping):
+        return {str(k): _described(v) for k, v in rates.items()}
+    return repr(rates) if is_rate_model(rates) else float(rates)
 
 
 class Fit(NamedTuple):
@@ -223,27 +263,29 @@ class SessionCore:
         self.fit: Fit | None = None
 
     # --- answers ------------------------------------------------------------------------------------------
-    def rate_of(self, who: str | None) -> float:
-        return self.settings.rate_of(who)
+    def rate_of(self, who: str | None, answer: str | None = None) -> float:
+        return self.settings.rate_of(who, answer)
 
     def answer(self, rec: dict, rate: float | None = None) -> tuple[bool, bool]:
         """Apply the answer ``rec`` (``i``, ``j``, ``answer``, ``annotator``) with error rate ``rate`` (by default
         its annotator's); returns ``(kept, changed)`` as :func:`~jaxclust.active.state.apply_answer`."""
-        return apply_answer(self.state, rec, self.rate_of(rec.get("annotator")) if rate is None else rate)
+        if rate is None:
+            rate = self.rate_of(rec.get("annotator"), rec["answer"])
+        return apply_answer(self.state, rec, rate)
 
     def rebuild(self, records: list[dict], rates: list[float] | None = None) -> None:
         """The state from ``records``, the answers in effect, in order (each with its rate in ``rates``, by
         default its annotator's); the samples are kept, marked stale."""
         self.state.reset()
         if rates is None:
-            rates = [self.rate_of(r.get("annotator")) for r in records]
+            rates = [self.rate_of(r.get("annotator"), r["answer"]) for r in records]
         replay(self.state, records, rates)
 
     def agreement(self, rec: dict) -> np.ndarray:
         """Importance weight (S,) of each current sample given the answer ``rec``: 1 where it agrees, 0 (a hard
         answer) or ``eps / (1 - eps)`` (an answer wrong with probability eps) where it does not."""
         agree = np.asarray(agreeing_samples(self.state.samples, rec["i"], rec["j"], rec["answer"] == "must"))
-        eps = self.rate_of(rec.get("annotator"))
+        eps = self.rate_of(rec.get("annotator"), rec["answer"])
         return np.where(agree, 1.0, eps / (1.0 - eps)).astype(np.float32)
 
     # --- fits ---------------------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxclust.active.core import SessionSettings
+from jaxclust.active.core import RateRule, SessionSettings
 from jaxclust.active.oracles import SessionStopped, UndoLast, ask
 from jaxclust.active.replies import WORDS
 from jaxclust.active.selection import STRATEGIES
@@ -202,7 +202,8 @@ class ActiveLearner:
         weighs the posterior instead of fixing it, contradicting answers are all kept as evidence, and in the
         batch method a sample that disagrees with an answer keeps weight ``eps / (1 - eps)`` instead of 0. A
         dict gives a rate per annotator (``{"alice": 0.05, "bob": 0.2}``; the key ``"*"`` covers everyone
-        else).
+        else). A rate may also be an object that gives one per answer, ``error_rate(answer)``: a chat model's
+        :class:`~jaxclust.active.chat.MachineRates`, whose "same" and "different" are wrong at different rates.
     propagation : {"classes", "components", "pairs"}
         How far an answer reaches. ``"classes"`` (default): each retained sample is read as classes made of
         components (:mod:`jaxclust.active.classes`): a "same" answer about items of two components joins
@@ -260,7 +261,7 @@ class ActiveLearner:
         "warm_burnin": Int(0, none=True),
         "block_size": Int(1, none=True),
         "stop_entropy": Real(0.0, _LN2, none=True),
-        "error_rate": PerKey(Real(0.0, 0.5), "annotator"),
+        "error_rate": PerKey(RateRule(), "annotator"),
         "propagation": Options(PROPAGATIONS),
         "progress": Options((True, False)),
         "status": Function(none=True),

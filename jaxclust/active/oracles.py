@@ -1,10 +1,12 @@
 """Oracles answer "are items i and j in the same cluster?" with ``"must"``, ``"cannot"`` or ``"unknown"``.
 
 An oracle is any callable ``oracle(i, j) -> str`` (or an object with such an ``answer`` method);
-:class:`~jaxclust.active.ActiveLearner` accepts both. ``"unknown"`` ("don't know") is recorded and that pair
-is never asked again. Raising :class:`SessionStopped` ends a session cleanly (the person typed ``q`` or closed
-stdin); raising :class:`UndoLast` undoes the person's last answer (they typed ``u``): the learner undoes it in its
-store, tells the oracle (``oracle.undone(record, message)`` when it has that method) and asks again from there.
+:class:`~jaxclust.active.ActiveLearner` accepts both. An oracle that passes questions on to others returns an
+:class:`Answer` (the reply and who gave it), and the answer is stored under that name. ``"unknown"`` ("don't know")
+is recorded and that pair is never asked again. Raising :class:`SessionStopped` ends a session cleanly (the person
+typed ``q`` or closed stdin); raising :class:`UndoLast` undoes the person's last answer (they typed ``u``): the
+learner undoes it in its store, tells the oracle (``oracle.undone(record, message)`` when it has that method) and
+asks again from there.
 The replies a person types are those of :mod:`jaxclust.active.replies`, the same in the terminal, the notebook
 and the browser.
 """
@@ -18,7 +20,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from jaxclust.active.replies import key_help, read_reply
-from jaxclust.constraints import ask, check_reply
+from jaxclust.constraints import Answer, ask, check_reply
 from jaxclust.validation import check_float, check_index, check_labels, seed_from
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "InteractiveOracle",
     "SessionStopped",
     "UndoLast",
+    "Answer",
     "ask",
     "check_reply",
     "shorten",

@@ -25,7 +25,7 @@ import numpy as np
 from jaxclust.active.core import SessionCore, SessionSettings
 from jaxclust.active.entropy import top_entropy_pairs
 from jaxclust.active.oracles import SessionStopped, check_reply
-from jaxclust.constraints import Constraints
+from jaxclust.constraints import Answer, Constraints
 from jaxclust.errors import JaxclustWarning
 from jaxclust.metrics.partition import (
     adjusted_rand_index,
@@ -255,7 +255,8 @@ class Session:
             return None
         self.publish()
         reply = yield (i, j)
-        return {"i": i, "j": j, "answer": check_reply(reply, i, j), "annotator": self.annotator}, False
+        who = reply.annotator if isinstance(reply, Answer) and reply.annotator else self.annotator
+        return {"i": i, "j": j, "answer": check_reply(reply, i, j), "annotator": who}, False
 
     # --- rounds -------------------------------------------------------------------------------------------
     def batch_round(self, round_: int, budget: int, pos: int, log: dict):

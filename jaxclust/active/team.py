@@ -171,11 +171,11 @@ class TeamSession:
         return self.core.labels
 
     # --- the answers in effect ----------------------------------------------------------------------------------
-    def _rate(self, who: str | None, pair: tuple[int, int], rates: dict[str, float] | None) -> float:
-        answers = self._by_pair.get(pair, {})
+    def _rate(self, rec: dict, rates: dict[str, float] | None) -> float:
+        who, answers = rec.get("annotator"), self._by_pair.get((rec["i"], rec["j"]), {})
         if rates is not None and len(set(answers.values())) > 1:  # answered both ways: soft, by agreement
             return rates.get(who or UNNAMED, rates.get(UNNAMED, 0.05))
-        return self.settings.rate_of(who)
+        return self.settings.rate_of(who, rec["answer"])
 
     def _rebuild(self) -> None:
         """The state from the store's answers in effect (start, undo, a disagreement, others' answers)."""
@@ -188,7 +188,7 @@ class TeamSession:
                 ]
         disputed = any(len(set(a.values())) > 1 for a in self._by_pair.values())
         rates = error_rates(records) if disputed else None
-        self.core.rebuild(records, [self._rate(r.get("annotator"), (r["i"], r["j"]), rates) for r in records])
+        self.core.rebuild(records, [self._rate(r, rates) for r in records])
         self._second = {p: None for p, a in self._by_pair.items() if len(a) == 1 and self._doubled(*p)}
         self._wake.set()
 
@@ -327,7 +327,7 @@ class TeamSession:
                 self._release(who)
                 self._rebuild()
             else:
-                kept, _ = self.core.answer(rec, self._rate(who, p, None))
+                kept, _ = self.core.answer(rec, self._rate(rec, None))
                 try:
                     stored = self.store.append(*p, answer, kept=kept, annotator=who)
                 except BaseException:

@@ -66,7 +66,8 @@ def test_conflicting_answers_are_evidence_not_dropped():
 def test_error_rate_is_validated_and_per_annotator_rates_need_every_annotator():
     with pytest.raises(
         InvalidInputError,
-        match=r"^ActiveLearner\(error_rate=.*\): expected a finite number >= 0.0 and <= 0.5, or a dict of them per",
+        match=r"^ActiveLearner\(error_rate=.*\): expected a finite number >= 0.0 and <= 0.5 or an object with "
+        r"error_rate\(answer\) \(e.g. MachineRates\), or a dict of them per",
     ):
         ActiveLearner(DPMM(**SMALL), GoldOracle(Y), error_rate=0.7, progress=False).run(X, 1)
     learner = ActiveLearner(

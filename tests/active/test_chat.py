@@ -9,9 +9,10 @@ import logging
 import numpy as np
 import pytest
 
-from jaxclust.active import ActiveLearner, AnswerStore, SessionStopped
-from jaxclust.active.chat import ChatEndpoint, ChatOracle, MachineRates, read_reply
+from jaxclust.active import ActiveLearner, AnswerStore, GoldOracle, SessionStopped
+from jaxclust.active.chat import ChatEndpoint, ChatOracle, MachineFirst, MachineRates, read_reply
 from jaxclust.active.chat_fake import FakeChatServer
+from jaxclust.active.oracles import Answer
 from jaxclust.errors import ChatError, InvalidInputError
 
 LABELS = [0, 0, 0, 1, 1, 1, 2, 2]
@@ -152,7 +153,9 @@ def test_bad_settings_are_named():
     with pytest.raises(InvalidInputError, match="n_replies"):
         ChatOracle(TEXTS, endpoint, n_replies=0)
     closed = ChatEndpoint("http://127.0.0.1:9/v1", "m", api_key_env=None, max_retries=0)  # nobody listens
-    with pytest.raises(ChatError, match=r"127.0.0.1:9/v1/chat/completions: cannot connect .*after 1 attempts"):
+    with pytest.raises(
+        ChatError, match=r"127.0.0.1:9/v1/chat/completions: cannot connect .*after 1 attempts"
+    ):
         ChatOracle(TEXTS, closed).answer(0, 1)
 
 
@@ -221,3 +224,79 @@ def test_a_session_stores_the_machine_as_its_annotator(tmp_path):
         "fake (prompt 12345678)"
     )
     assert all(r["answer"] == ("must" if labels[r["i"]] == labels[r["j"]] else "cannot") for r in rows)
+
+
+def test_the_machine_answers_first_and_a_person_takes_splits_and_checks():
+    with FakeChatServer(TEXTS, LABELS, noise=0.15, false_same=0.3, seed=5) as server:
+        machine = _oracle(server, n_replies=3)
+        asked = []
+
+        def person(i, j):
+            asked.append((i, j))
+            return "must" if LABELS[i] == LABELS[j] else "cannot"
+
+        routed = MachineFirst(machine, person, check=0.5, random_state=0)
+        pairs = [(i, j) for i in range(8) for j in range(i + 1, 8)]
+        replies = [routed.answer(i, j) for i, j in pairs]
+    whys = [r["why"] for r in routed.routes]
+    assert {"split", "check", None} <= set(whys)
+    for (i, j), reply, route in zip(pairs, replies, routed.routes, strict=True):
+        truth = "must" if LABELS[i] == LABELS[j] else "cannot"
+        if route["to"] == "machine":  # unanimous and not drawn for a check: the machine's, under its name
+            assert reply == Answer(route["verdict"], machine.annotator) and route["verdict"] != "unknown"
+        else:  # the person's answer is used
+            assert reply == truth and (i, j) in asked and route["person"] == truth
+        assert (route["why"] == "split") == (route["verdict"] == "unknown")
+    checked = {"must": [0, 0], "cannot": [0, 0]}
+    for r in routed.routes:
+        if r["why"] == "check":
+            checked[r["verdict"]][r["verdict"] != r["person"]] += 1
+    assert routed.rates.checked == checked and sum(map(sum, checked.values())) == whys.count("check")
+    assert len(asked) == whys.count("split") + whys.count("check")
+
+
+def test_a_session_stores_each_answer_under_who_gave_it_with_the_machines_rates(tmp_path):
+    from jaxclust import DPMM
+    from jaxclust.active.core import SessionSettings
+
+    settings = SessionSettings(error_rate={"*": 0.0, "m": MachineRates(prior=(1.0, 9.0))})
+    assert settings.rate_of("m", "must") == pytest.approx(0.1) and settings.rate_of("m", "unknown") == 0.0
+    assert settings.rate_of("alice", "must") == 0.0
+    with pytest.raises(
+        InvalidInputError,
+        match=r"error_rate=.*expected a finite number >= 0.0 and <= 0.5 or an object with error_rate\(answer\)",
+    ):
+        ActiveLearner(DPMM(), None, error_rate={"m": object()}).session_settings()
+
+    X = np.concatenate([np.random.default_rng(0).normal(c, 0.1, (4, 2)) for c in (0.0, 3.0)])
+    labels = [0] * 4 + [1] * 4
+    texts = [f"point {k}" for k in range(8)]
+    with FakeChatServer(texts, labels, noise=0.3, seed=2) as server:
+        machine = ChatOracle(texts, ChatEndpoint(server.url, "fake", api_key_env=None), n_replies=3)
+        person = GoldOracle(labels)
+        rates = MachineRates(prior=(1.0, 4.0))  # no checks: the rates stay at the prior, 0.2 each
+        routed = MachineFirst(machine, person, rates=rates, check=0.0)
+        learner = ActiveLearner(
+            DPMM(n_chains=2, n_burnin=10, n_samples=5, random_state=0),
+            routed,
+            strategy="random",
+            store=tmp_path / "a.jsonl",
+            annotator="alice",
+            error_rate=routed.error_rates(),
+            progress=False,
+        )
+        learner.run(X, 10)
+    with AnswerStore(tmp_path / "a.jsonl") as store:
+        rows = store.records
+    by_machine = [r for r in rows if r["annotator"] == machine.annotator]
+    by_alice = [r for r in rows if r["annotator"] == "alice"]
+    assert len(by_machine) + len(by_alice) == 10 and by_machine and by_alice
+    assert [(r["i"], r["j"]) for r in by_alice] == [
+        (min(r["i"], r["j"]), max(r["i"], r["j"])) for r in routed.routes if r["to"] == "person"
+    ]
+    # the machine's answers are soft, with the rate whose odds are the reply's likelihood ratio (0.8 / 0.2)
+    soft = {(a, b): (kind, eps) for a, b, kind, eps in learner.constraints_.answers}
+    assert {(r["i"], r["j"]) for r in by_machine} == set(soft)
+    assert all(eps == pytest.approx(0.2) for _, eps in soft.values())
+    hard = {(min(a, b), max(a, b)) for a, b, _ in learner.constraints_.pairs}
+    assert {(r["i"], r["j"]) for r in by_alice if r["answer"] != "unknown"} == hard
