@@ -432,11 +432,14 @@ class MachineFirst:
     """The machine answers first; a person answers where it matters, and checks a share of the machine's answers.
 
     For each question the chat model is asked (its votes); the question goes to ``person`` (any oracle) when the
-    model's replies split or all abstained, and also, at random, for a share ``check`` of the others, so that
-    :class:`MachineRates` learns how often the machine is wrong (both answers are compared, the person's is
-    used). Otherwise the machine's answer stands, returned as an :class:`~jaxclust.active.oracles.Answer` under
-    the machine's name, so a session stores it as the machine's and gives it the machine's error rate when
-    ``error_rate`` says so: pass ``ActiveLearner(..., error_rate=oracle.error_rates())``.
+    model's replies split or all abstained, when the clustering model is sure of the opposite (a share ``sure`` of
+    its samples, which :class:`~jaxclust.active.ActiveLearner` passes to :meth:`observe`, say so), and also, at
+    random, for a share ``check`` of the others, so that :class:`MachineRates` learns how often the machine is wrong
+    (both answers are compared, the person's is used; only these random checks count, as the other routes pick pairs
+    the machine is likelier to get wrong). Otherwise the machine's answer stands, returned as an
+    :class:`~jaxclust.active.oracles.Answer` under the machine's name, so a session stores it as the machine's and
+    gives it the machine's error rate when ``error_rate`` says so: pass ``ActiveLearner(...,
+    error_rate=oracle.error_rates())``.
 
     Parameters
     ----------
@@ -448,13 +451,16 @@ class MachineFirst:
         The machine's error rates, updated by every check (a new one when None).
     check : float in [0, 1]
         The share of the machine's unanimous answers also asked of a person.
+    sure : float in [0.5, 1]
+        A verdict against what at least this share of the model's samples say goes to a person.
     random_state : int
 
     Attributes
     ----------
     routes : list of dict
         One per question: ``i``, ``j``, the machine's ``votes`` and ``verdict``, ``to`` (``"machine"`` or
-        ``"person"``), ``why`` (``"split"``, ``"check"`` or None) and the ``person``'s answer when asked.
+        ``"person"``), ``why`` (``"split"``, ``"contradicts"``, ``"check"`` or None) and the ``person``'s answer
+        when asked.
     """
 
     def __init__(
@@ -463,6 +469,7 @@ class MachineFirst:
         person: Any,
         rates: MachineRates | None = None,
         check: float = 0.1,
+        sure: float = 0.95,
         random_state=0,
     ):
         if not isinstance(machine, ChatOracle):
@@ -477,6 +484,8 @@ class MachineFirst:
         self.machine, self.person = machine, person
         self.rates = MachineRates() if rates is None else rates
         self.check = check_float(check, "check", minimum=0.0, maximum=1.0)
+        self.sure = check_float(sure, "sure", minimum=0.5, maximum=1.0)
+        self.samples: np.ndarray | None = None
         self.rng = np.random.default_rng(seed_from(random_state))
         self.routes: list[dict[str, Any]] = []
 
@@ -490,9 +499,12 @@ class MachineFirst:
         verdict = self.machine.answer(i, j)
         route = {"i": i, "j": j, "votes": votes, "verdict": verdict, "to": "machine", "why": None}
         self.routes.append(route)
+        drawn = self.check > 0 and self.rng.random() < self.check  # drawn for every pair: one stream of draws
         if verdict == "unknown":
             route.update(to="person", why="split")
-        elif self.check > 0 and self.rng.random() < self.check:
+        elif self._contradicts(i, j, verdict):
+            route.update(to="person", why="contradicts")
+        elif drawn:
             route.update(to="person", why="check")
         if route["to"] == "machine":
             return Answer(verdict, self.machine.annotator)
@@ -501,6 +513,18 @@ class MachineFirst:
         if route["why"] == "check":
             self.rates.add(verdict, said)
         return said
+
+    def observe(self, samples: np.ndarray) -> None:
+        """The partitions (S, n) the session's model holds now (:class:`~jaxclust.active.ActiveLearner` passes
+        them before each question)."""
+        self.samples = samples
+
+    def _contradicts(self, i: int, j: int, verdict: str) -> bool:
+        """Whether the model is sure (``sure``) of the opposite of the machine's verdict about ``(i, j)``."""
+        if self.samples is None:
+            return False
+        together = float(np.mean(self.samples[:, i] == self.samples[:, j]))
+        return together <= 1.0 - self.sure if verdict == "must" else together >= self.sure
 
     def undone(self, record: dict | None, message: str) -> None:
         """An undo (``u`` at the terminal) is the person's: their oracle is told, as it would be without this."""

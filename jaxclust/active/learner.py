@@ -216,6 +216,10 @@ class ActiveLearner:
 
     Attributes
     ----------
+    samples_ : ndarray (S, n)
+        The partitions the session's questions are about now (classes, or components with
+        ``propagation="pairs"``); an oracle with an ``observe(samples)`` method is given them before each
+        question.
     labels_ : ndarray (n,)
         The session's clustering: of the retained samples (their classes; their components with
         ``propagation="pairs"``), the one closest to the others in Binder loss, i.e. the number of item pairs
@@ -327,6 +331,8 @@ class ActiveLearner:
         self.constraints_, self.dropped_, self.unknown_ = out.constraints, out.dropped, out.unknown
         if out.labels is not None:
             self.labels_ = out.labels
+        if out.samples is not None:
+            self.samples_ = out.samples
         self.stopped_, self.stop_detail_, self.max_entropy_ = out.stopped, out.stop_detail, out.max_entropy
         if out.stop_reason is not None:
             self.stop_reason_ = out.stop_reason
@@ -365,6 +371,10 @@ class ActiveLearner:
                 pair = next(session)
                 while True:
                     try:
+                        if callable(observe := getattr(self.oracle, "observe", None)) and hasattr(
+                            self, "samples_"
+                        ):
+                            observe(self.samples_)  # what the model believes now (e.g. for MachineFirst)
                         reply = ask(self.oracle, *pair)
                     except SessionStopped as exc:
                         pair = session.throw(exc)

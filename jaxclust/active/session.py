@@ -114,6 +114,7 @@ class Outcome(NamedTuple):
     stop_detail: str | None
     stop_reason: str | None
     max_entropy: float | None
+    samples: np.ndarray | None = None
 
 
 class Session:
@@ -168,6 +169,7 @@ class Session:
             self.stop_detail,
             self.stop_reason,
             self.max_entropy,
+            st.samples,
         )
 
     def publish(self) -> None:

@@ -286,6 +286,7 @@ def test_a_session_stores_each_answer_under_who_gave_it_with_the_machines_rates(
             progress=False,
         )
         learner.run(X, 10)
+    assert routed.samples.shape[1] == 8 and learner.samples_.shape[1] == 8  # the learner passed its samples
     with AnswerStore(tmp_path / "a.jsonl") as store:
         rows = store.records
     by_machine = [r for r in rows if r["annotator"] == machine.annotator]
@@ -300,3 +301,18 @@ def test_a_session_stores_each_answer_under_who_gave_it_with_the_machines_rates(
     assert all(eps == pytest.approx(0.2) for _, eps in soft.values())
     hard = {(min(a, b), max(a, b)) for a, b, _ in learner.constraints_.pairs}
     assert {(r["i"], r["j"]) for r in by_alice if r["answer"] != "unknown"} == hard
+
+
+def test_a_verdict_against_what_the_model_is_sure_of_goes_to_a_person():
+    with FakeChatServer(TEXTS, LABELS, false_different=1.0) as server:  # "different" about every same pair
+        machine = _oracle(server, n_replies=1)
+        routed = MachineFirst(machine, GoldOracle(LABELS), check=0.0, sure=0.9)
+        assert routed.answer(0, 1) == Answer("cannot", machine.annotator)  # no samples yet: the machine's
+        samples = np.array([[0, 0, 0, 1, 1, 1, 2, 2]] * 9 + [[0, 1, 0, 1, 1, 1, 2, 2]])
+        routed.observe(samples)  # 0-2 together in all 10 samples, 1-2 in 9, 3-4 in all
+        assert routed.answer(0, 2) == "must" and routed.routes[-1]["why"] == "contradicts"
+        assert routed.answer(1, 2) == "must" and routed.routes[-1]["why"] == "contradicts"  # 9 of 10 >= 0.9
+        samples[:2, 4] = 0  # 3-4 together in 8 of 10: not sure enough
+        assert routed.answer(3, 4) == Answer("cannot", machine.annotator)
+        assert routed.answer(0, 3) == Answer("cannot", machine.annotator)  # agrees with the model
+    assert routed.rates.n_checked == 0  # only random checks calibrate
