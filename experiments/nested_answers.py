@@ -50,10 +50,10 @@ def random_answers(y: np.ndarray, budget: int, seed: int) -> list[tuple[int, int
     return out
 
 
-def nested_classes(X, answers, seed: int) -> np.ndarray:
-    """Class labels of the retained samples (S, n) of ``NestedDPMM(random_state=seed)`` (its defaults)."""
+def nested_classes(X, answers, seed: int, **params) -> np.ndarray:
+    """Class labels of the retained samples (S, n) of ``NestedDPMM(random_state=seed, **params)``."""
     cons = Constraints.from_answers(X.shape[0], answers, on_conflict="drop")
-    return NestedDPMM(random_state=seed).fit(X, constraints=cons).samples_
+    return NestedDPMM(random_state=seed, **params).fit(X, constraints=cons).samples_
 
 
 def default_session(X, y, budget: int, seed: int) -> np.ndarray:
@@ -73,6 +73,10 @@ def default_session(X, y, budget: int, seed: int) -> np.ndarray:
     return np.asarray(learner.labels_)
 
 
+def _anneal(text: str) -> float | None:
+    return None if text.lower() == "none" else float(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="experiments/results/nested_answers")
@@ -84,6 +88,9 @@ def main() -> None:
     )
     ap.add_argument("--baseline-only", action="store_true", help="run only the default session")
     ap.add_argument("--from-json", nargs="+", default=[], help="rows of earlier runs to add (and plot)")
+    ap.add_argument(
+        "--anneal-from", default="default", help="NestedDPMM's anneal_from ('none' for no annealing)"
+    )
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -110,11 +117,14 @@ def main() -> None:
                 if args.baseline_only:
                     continue
                 t0 = time.perf_counter()
-                samples = nested_classes(X, random_answers(y, budget, seed), seed)
+                params = {} if args.anneal_from == "default" else {"anneal_from": _anneal(args.anneal_from)}
+                samples = nested_classes(X, random_answers(y, budget, seed), seed, **params)
                 best = samples[least_squares_sample(samples)]  # NestedDPMM's labels_
                 row = {
                     "set": name,
-                    "model": "NestedDPMM",
+                    "model": "NestedDPMM"
+                    if not params
+                    else f"NestedDPMM(anneal_from={params['anneal_from']})",
                     "seed": seed,
                     "budget": budget,
                     "ari": float(adjusted_rand_score(y, best)),

@@ -15,6 +15,10 @@ components. This is the infinite mixture of infinite Gaussian mixtures of Yereba
 with a diagonal Normal-Gamma class prior in place of their Normal-Inverse-Wishart, so that everything but the
 labels integrates out in closed form (:func:`class_log_marginal`).
 
+A tempered likelihood (``NestedPrior.temper`` τ < 1, each item's Gaussian raised to τ) flattens the posterior over
+labellings; :class:`~jaxclust.NestedDPMM` uses it only to start its chains (see there), and every sample it keeps is
+drawn at τ = 1.
+
 Answers are observations about classes: a hard must-link says ``c_i = c_j`` (the two items may sit in different
 components of the class), a hard cannot-link ``c_i != c_j``, and an answer wrong with probability ``eps`` multiplies
 the joint by ``1 - eps`` where it agrees with the classes and by ``eps`` where it does not.
@@ -68,13 +72,15 @@ _LOG_2PI = math.log(2.0 * math.pi)
 class NestedPrior(NamedTuple):
     """The class-level Normal-Gamma prior: ``mean`` (D,), ``kappa_class`` (class means' precision, in units of
     the class precision), ``kappa_component`` (components' means around their class mean, the same units),
-    ``shape`` and ``rate`` (D,) of the class precision."""
+    ``shape`` and ``rate`` (D,) of the class precision; ``temper`` τ in (0, 1], the power of the likelihood
+    (each item's Gaussian raised to τ, so an item weighs τ of one in its class's marginal; 1 is the model)."""
 
     mean: jax.Array
     kappa_class: jax.Array
     kappa_component: jax.Array
     shape: jax.Array
     rate: jax.Array
+    temper: jax.Array | float = 1.0
 
 
 class NestedData(NamedTuple):
@@ -108,6 +114,7 @@ class _Terms(NamedTuple):
     scatter (D,), and ``h = ½ ln(κ1 / (κ1 + n))``, counted once per dimension."""
 
     n: jax.Array
+    v: jax.Array
     w: jax.Array
     a1: jax.Array
     a2: jax.Array
@@ -117,11 +124,12 @@ class _Terms(NamedTuple):
 
 def _terms(count, mean, scatter, prior: NestedPrior) -> _Terms:
     n = count.astype(mean.dtype)
+    v = prior.temper * n
     k1 = prior.kappa_component
-    w = k1 * n / (k1 + n)
+    w = k1 * v / (k1 + v)
     y = mean - prior.mean
     wc = w[..., None]
-    return _Terms(n, w, wc * y, wc * y * y, scatter, 0.5 * jnp.log(k1 / (k1 + n)))
+    return _Terms(n, v, w, wc * y, wc * y * y, prior.temper * scatter, 0.5 * jnp.log(k1 / (k1 + v)))
 
 
 def _add_terms(a: _Terms, b: _Terms) -> _Terms:
@@ -140,7 +148,7 @@ def class_log_marginal(t: _Terms, prior: NestedPrior) -> jax.Array:
     and the residual ``R = Σ w_k (x̄_k - m0)² - (Σ w_k (x̄_k - m0))² / (κ0 + Σ w_k)``; the precision last, a Gamma
     integral over ``S = Σ scatter + R``. An empty class gives 0. ``R`` is a difference of sums: in float32 it
     needs data near ``m0`` on the scale of a column (``NestedDPMM`` standardises the columns)."""
-    n = t.n[..., None]
+    n = t.v[..., None]
     total_w = prior.kappa_class + t.w[..., None]
     resid = t.a2 - t.a1 * t.a1 / total_w
     s = jnp.maximum(t.s + resid, 0.0)

@@ -41,6 +41,15 @@ def _start(cons: Constraints, init_labels) -> np.ndarray:
     return relabel(np.asarray(cons.group_of))
 
 
+def _temper(sweep: int, n_burnin: int, start: float | None) -> float:
+    """The power of the likelihood in the block of sweeps from ``sweep``: rising geometrically from ``start`` to 1
+    over the first half of the burn-in, block by block, then 1 (always 1 when ``start`` is None)."""
+    ramp = (n_burnin // 2) // _BLOCK * _BLOCK
+    if start is None or sweep >= ramp:
+        return 1.0
+    return float(start ** (1.0 - sweep / ramp))
+
+
 def _compact(state: N.NestedState, K: int) -> N.NestedState:
     """``state`` (chains, ...) with its occupied components and their classes moved to the first of ``K`` slots
     (the partition unchanged): fewer slots once the chains have left a start with many components."""
@@ -117,7 +126,12 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     ``1/sqrt(kappa_component)`` of them from their class's mean); a Gamma(``shape``, ``scale * (shape - 1)``)
     precision, so a component's expected variance is ``scale`` times a column's.
 
-    Each chain starts with every item its own component and one class per must-linked group. It holds ``K``
+    Each chain starts with every item its own component and one class per must-linked group. With
+    ``anneal_from`` (and no ``init_labels``), the first half of the burn-in is annealed: the likelihood is raised
+    to a power that rises geometrically from ``anneal_from`` to 1, block by block, which lets the chains merge
+    the start's many small classes; the rest of the burn-in and every kept sample are drawn from the model
+    itself. It is off by default: it helps where the chains otherwise keep too many classes and hurts where the
+    merged classes must split again (measurements in the project's experiments, "Answers that compose"). It holds ``K``
     component and as many class slots: ``n`` for the first 10 sweeps, then (one recompile) the chains' largest
     number of components plus a quarter; ``K`` grows when a chain runs short, and the block of sweeps that ran
     short is redone with the same keys, so no kept sample comes from a truncated sampler. A sweep costs
@@ -132,6 +146,8 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         The prior (above).
     n_split_merge : int
         Split-merge proposals per iteration, of classes and of components each.
+    anneal_from : float in (0, 1) or None
+        The power of the likelihood at the start of an annealed burn-in (above); None (default): no annealing.
     random_state : int or None
 
     Attributes
@@ -155,6 +171,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         "shape": Real(0.0, strict=True),
         "scale": Real(0.0, strict=True),
         "n_split_merge": Int(0),
+        "anneal_from": Real(0.0, 1.0, strict=True, none=True),
     }
 
     def __init__(
@@ -170,6 +187,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         shape: float = 2.0,
         scale: float = 0.5,
         n_split_merge: int = 20,
+        anneal_from: float | None = None,
         random_state=None,
     ):
         self.n_chains = n_chains
@@ -183,6 +201,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         self.shape = shape
         self.scale = scale
         self.n_split_merge = n_split_merge
+        self.anneal_from = anneal_from
         self.random_state = random_state
 
     def fit(self, X, y=None, constraints=None, init_labels=None, n_burnin=None) -> NestedDPMM:
@@ -217,8 +236,15 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         for lo in range(0, n_sweeps, _BLOCK):
             block = keys[:, lo : lo + _BLOCK]
             while True:
+                temper = jnp.float32(_temper(lo, burn, None if init is not None else p["anneal_from"]))
                 out, (c_b, z_b, overflow) = _run_block(
-                    state, block, data, prior, p["alpha"], p["gamma"], p["n_split_merge"]
+                    state,
+                    block,
+                    data,
+                    prior._replace(temper=temper),
+                    p["alpha"],
+                    p["gamma"],
+                    p["n_split_merge"],
                 )
                 if not bool(jnp.any(overflow)):
                     break

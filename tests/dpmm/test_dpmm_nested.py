@@ -78,17 +78,22 @@ def seating_log_prior(z, classes, alpha, gamma):
     return lp
 
 
-def quadrature_class_marginal(x, comp_of, prior):
-    """ln p(x of one class, D = 1) by integrating the precision numerically over the exact Gaussian given it."""
+def quadrature_class_marginal(x, comp_of, prior, temper=1.0):
+    """ln p(x of one class, D = 1) by integrating the precision numerically over the exact Gaussian given it;
+    with ``temper`` τ, of the likelihood raised to τ: ``N(x | μ, 1/λ)^τ = (λ/2π)^(τ/2) (2π/(τλ))^(1/2)
+    N(x | μ, 1/(τλ))`` per item."""
     m0, k0, k1 = float(prior.mean[0]), float(prior.kappa_class), float(prior.kappa_component)
     a0, b0 = float(prior.shape), float(prior.rate[0])
     n = len(x)
     same_comp = np.equal.outer(comp_of, comp_of).astype(float)
-    cov = np.eye(n) + same_comp / k1 + np.ones((n, n)) / k0
+    cov = np.eye(n) / temper + same_comp / k1 + np.ones((n, n)) / k0
 
     def integrand(lam):
-        return stats.gamma.pdf(lam, a0, scale=1 / b0) * stats.multivariate_normal.pdf(
-            x, np.full(n, m0), cov / lam
+        power = ((lam / (2 * math.pi)) ** (temper / 2) * (2 * math.pi / (temper * lam)) ** 0.5) ** n
+        return (
+            power
+            * stats.gamma.pdf(lam, a0, scale=1 / b0)
+            * stats.multivariate_normal.pdf(x, np.full(n, m0), cov / lam)
         )
 
     value, _ = integrate.quad(integrand, 0, np.inf, limit=200, epsabs=0, epsrel=1e-10)
@@ -144,6 +149,27 @@ def test_class_marginal_equals_the_integral_over_the_precision(x64, comp_of):
     t = N._class_sums(N._terms(st.count, st.mean, st.scatter, PRIOR), st.u, 6)
     got = float(N.class_log_marginal(t, PRIOR)[0])
     assert got == pytest.approx(quadrature_class_marginal(x, np.array(comp_of), PRIOR), rel=1e-8)
+
+
+@pytest.mark.parametrize("comp_of", [[0, 0, 1, 2, 2, 2], [0] * 6])
+@pytest.mark.parametrize("temper", [0.1, 0.5])
+def test_a_tempered_class_marginal_integrates_the_likelihood_raised_to_the_power(x64, comp_of, temper):
+    x = np.array([-0.4, 0.1, 1.3, 2.2, 2.0, 2.9])
+    prior = PRIOR._replace(temper=jnp.float64(temper))
+    data = N.prepare(x[:, None], dtype=jnp.float64)
+    st = _state(np.array(comp_of), [0] * 6, data)
+    t = N._class_sums(N._terms(st.count, st.mean, st.scatter, prior), st.u, 6)
+    got = float(N.class_log_marginal(t, prior)[0])
+    assert got == pytest.approx(quadrature_class_marginal(x, np.array(comp_of), PRIOR, temper), rel=1e-8)
+
+
+def test_the_burn_in_anneals_from_the_start_to_one_over_its_first_half():
+    got = [nested_model._temper(lo, 100, 0.1) for lo in range(0, 150, 10)]
+    want = [0.1 ** (1 - lo / 50) for lo in range(0, 50, 10)] + [1.0] * 10
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert [nested_model._temper(lo, 100, None) for lo in (0, 40)] == [1.0, 1.0]
+    assert nested_model._temper(0, 15, 0.1) == 1.0  # a burn-in under two blocks has no ramp
+    assert nested_model._temper(0, 20, 0.1) == pytest.approx(0.1)
 
 
 ANSWER_CASES = {
@@ -336,9 +362,11 @@ def test_bad_answers_get_the_named_errors_of_constraints():
         N.prepare(X4, [(0, 1, "must", 0.7)])
 
 
-def test_the_estimators_kept_samples_follow_the_exact_posterior(monkeypatch):
-    """``NestedDPMM.fit`` (its start, its blocks of sweeps, its sample collection) on 4 items: the (class,
-    component) labellings kept follow the posterior enumerated over every labelling (TV within sampling error)."""
+@pytest.mark.parametrize("anneal_from", [None, 0.1])
+def test_the_estimators_kept_samples_follow_the_exact_posterior(monkeypatch, anneal_from):
+    """``NestedDPMM.fit`` (its start, its blocks of sweeps, its sample collection; with an annealed burn-in too,
+    whose tempered sweeps must not reach the kept samples) on 4 items: the (class, component) labellings kept
+    follow the posterior enumerated over every labelling (TV within sampling error)."""
     monkeypatch.setattr(nested_model, "least_squares_sample", lambda samples: 0)  # O(S²): not under test
     x4 = np.array([[-1.2], [-0.7], [0.9], [1.6]])
     params = {
@@ -350,7 +378,14 @@ def test_the_estimators_kept_samples_follow_the_exact_posterior(monkeypatch):
         "scale": 0.6,
     }
     model = NestedDPMM(
-        n_chains=64, n_burnin=50, n_samples=550, thin=1, n_split_merge=2, random_state=0, **params
+        n_chains=64,
+        n_burnin=50,
+        n_samples=550,
+        thin=1,
+        n_split_merge=2,
+        anneal_from=anneal_from,
+        random_state=0,
+        **params,
     )
     model.fit(x4)
     xs = (x4 - x4.mean(0)) / x4.std(0)
