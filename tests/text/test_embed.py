@@ -43,6 +43,17 @@ def test_wordllama_loads_and_embeds_with_no_network(monkeypatch):
         assert min(same) > max(other), (i, same, other)
 
 
+def test_each_row_is_its_texts_own_embedding_whatever_the_order_or_batch():
+    """Texts are embedded in batches of similar length: every row is still the embedding of its own text alone."""
+    texts = [t * k for k, t in enumerate(TEXTS, 1)] * 30  # lengths all different, more than one batch
+    got = TextEmbedder().fit_transform(texts)
+    alone = np.vstack([TextEmbedder().fit_transform([t]) for t in texts[: len(TEXTS)]])
+    np.testing.assert_allclose(got[: len(TEXTS)], alone, atol=1e-6)
+    np.testing.assert_array_equal(got[len(TEXTS) :], np.tile(got[: len(TEXTS)], (29, 1)))
+    perm = np.random.default_rng(0).permutation(len(texts))
+    np.testing.assert_allclose(TextEmbedder().fit_transform([texts[k] for k in perm]), got[perm], atol=1e-6)
+
+
 def test_only_the_start_of_a_long_text_is_read():
     long = TEXTS[0] + " " + " ".join(["bank rates inflation"] * 500)
     a = TextEmbedder(max_chars=len(TEXTS[0])).fit_transform([long, "a"])
