@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from jaxclust.active.oracles import SessionStopped, shorten
+from jaxclust.active.replies import WORDS
 from jaxclust.constraints import Answer, ask, check_reply
 from jaxclust.errors import ChatError, InvalidInputError
 from jaxclust.validation import check_float, check_int, seed_from
@@ -454,6 +455,8 @@ class MachineFirst:
     sure : float in [0.5, 1]
         A verdict against what at least this share of the model's samples say goes to a person.
     random_state : int
+    tell : callable, optional
+        Called with a line saying each answer the machine gave (a terminal session prints it).
 
     Attributes
     ----------
@@ -471,6 +474,7 @@ class MachineFirst:
         check: float = 0.1,
         sure: float = 0.95,
         random_state=0,
+        tell: Callable[[str], Any] | None = None,
     ):
         if not isinstance(machine, ChatOracle):
             raise InvalidInputError(f"machine: expected a ChatOracle, got {type(machine).__name__}")
@@ -486,6 +490,7 @@ class MachineFirst:
         self.check = check_float(check, "check", minimum=0.0, maximum=1.0)
         self.sure = check_float(sure, "sure", minimum=0.5, maximum=1.0)
         self.samples: np.ndarray | None = None
+        self.tell = tell
         self.rng = np.random.default_rng(seed_from(random_state))
         self.routes: list[dict[str, Any]] = []
 
@@ -507,6 +512,13 @@ class MachineFirst:
         elif drawn:
             route.update(to="person", why="check")
         if route["to"] == "machine":
+            if self.tell is not None:
+                same, different, abstained = votes
+                self.tell(
+                    f"{self.machine.annotator}: {WORDS[verdict]} for {i}-{j} ({same} same, {different} different"
+                    + (f", {abstained} unread" if abstained else "")
+                    + ")"
+                )
             return Answer(verdict, self.machine.annotator)
         said = check_reply(ask(self.person, i, j), i, j, name="person")
         route["person"] = said

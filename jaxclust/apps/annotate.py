@@ -43,6 +43,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from jaxclust.active.chat import ChatEndpoint, ChatOracle, MachineFirst
 from jaxclust.active.store import (
     check_annotator,
     check_shared_path,
@@ -157,6 +158,43 @@ def check_annotate_options(
             raise InvalidInputError(f"{flag}: the folder {out.parent} is read-only")
 
 
+_MACHINE_KEYS = {
+    "url": "base_url",
+    "model": "model",
+    "key_env": "api_key_env",
+    "max_requests": "max_requests",
+}
+
+
+def machine_first(items, person, machine: dict[str, Any], say, flag) -> Any:
+    """The chat model before ``person`` (see ``run_annotate``'s ``machine``); option names as ``flag`` spells
+    them in errors."""
+    where = flag("machine", "machine")
+    unknown = set(machine) - {"url", "model", "key_env", "check", "n_replies", "max_requests"}
+    if unknown:
+        raise InvalidInputError(f"{where}: unknown setting {sorted(unknown)[0]!r}")
+    if items.kind != "texts":
+        raise InvalidInputError(
+            f"{flag('machine_url', 'machine')}: {items.label} holds numbers; a chat model answers about texts"
+        )
+    for key in ("url", "model"):
+        if not machine.get(key):
+            raise InvalidInputError(f"{flag('machine_' + key, where + '[' + repr(key) + ']')}: is needed")
+    settings = {_MACHINE_KEYS[k]: v for k, v in machine.items() if k in _MACHINE_KEYS}
+    settings.setdefault("api_key_env", None)
+    try:
+        endpoint = ChatEndpoint(**settings)
+        chat = ChatOracle(items.texts, endpoint, n_replies=machine.get("n_replies", 5))
+        return MachineFirst(chat, person, check=machine.get("check", 0.1), tell=say)
+    except InvalidInputError as exc:  # name the option as the caller spelled it
+        text = str(exc)
+        for ours, theirs in (*((v, k) for k, v in _MACHINE_KEYS.items()), ("check", "check")):
+            if text.startswith(f"{ours}:"):
+                text = flag("machine_" + theirs, f"{where}[{theirs!r}]") + text[len(ours) :]
+                break
+        raise InvalidInputError(text) from None
+
+
 def run_annotate(
     data: str | Path,
     store: str | Path,
@@ -179,6 +217,7 @@ def run_annotate(
     featurizer: Any = None,
     ignore_columns: Any = (),
     sampler_options: dict[str, int] | None = None,
+    machine: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) an interactive session; returns a summary dict.
 
@@ -218,6 +257,12 @@ def run_annotate(
     featurizer : transformer, optional
         Texts only: replaces the default (:func:`jaxclust.text.text_featurizer`) when the store is created; a
         resumed store refuses one that would make other features.
+    machine : dict, optional
+        Texts only: a chat model answers first (:class:`~jaxclust.active.chat.MachineFirst`), you answer where
+        its replies split, where the model is sure of the opposite, and a share ``check`` of the rest: ``url``
+        and ``model`` of an OpenAI-compatible endpoint, ``key_env`` (the environment variable holding its key;
+        None for none), ``check`` (default 0.1), ``n_replies`` (default 5), ``max_requests``. Its answers are
+        stored under its name (model and prompt) as soft answers at its learned error rates.
 
     Returns
     -------
@@ -255,7 +300,11 @@ def run_annotate(
 
     flag = (spelled or {}).get
     who = annotator if annotator is not None else default_annotator()
-    oracle = InteractiveOracle(items.names, items.shown, input_fn=input_fn, output=out)
+    person = InteractiveOracle(items.names, items.shown, input_fn=input_fn, output=out)
+    oracle, error_rate = person, 0.0
+    if machine is not None:
+        oracle = machine_first(items, person, machine, say, flag)
+        error_rate = oracle.error_rates()
     opened = open_session(
         items,
         store,
@@ -272,6 +321,7 @@ def run_annotate(
         annotator=who,
         progress=progress,
         status=say,
+        error_rate=error_rate,
     )
     X, answers, learner, resumed = opened.X, opened.store, opened.learner, opened.resumed
     try:
@@ -288,7 +338,7 @@ def run_annotate(
             say(
                 f"Shared store: you answer as {who}; the other annotators' answers are taken in as they come."
             )
-        oracle.n_asked = resumed  # questions are numbered across sessions
+        person.n_asked = resumed  # questions are numbered across sessions
         with warnings.catch_warnings():
             # the DPMM names constant columns at every fit; once is enough
             warnings.filterwarnings("once", message=r"X: columns .* constant", category=JaxclustWarning)

@@ -41,6 +41,11 @@ ANNOTATE_FLAGS = {
     "text_column": "--text-column",
     "annotator": "--annotator",
     "shared": "--shared",
+    "machine": "--machine-url",
+    "machine_url": "--machine-url",
+    "machine_model": "--machine-model",
+    "machine_key_env": "--machine-key-env",
+    "machine_check": "--machine-check",
 }
 
 
@@ -137,6 +142,23 @@ def annotate(
         help="Stop when the model is confident: every unknown pair's link entropy below this many nats "
         "(0.2: co-clustering probability under ~5% or over ~95%); 0 never stops early.",
     ),
+    machine_url: str = typer.Option(
+        None,
+        "--machine-url",
+        metavar="URL",
+        help="Texts only: a chat model answers first (an OpenAI-compatible endpoint, e.g. "
+        "http://127.0.0.1:8080/v1); you answer where its replies split, where the model is sure of the opposite, "
+        "and a share of the rest as checks. Its answers are stored under its name.",
+    ),
+    machine_model: str = typer.Option(None, "--machine-model", metavar="NAME", help="The chat model's name."),
+    machine_key_env: str = typer.Option(
+        None, "--machine-key-env", metavar="VAR", help="Environment variable holding the endpoint's key."
+    ),
+    machine_check: float = typer.Option(
+        0.1,
+        "--machine-check",
+        help="Share of the chat model's answers you also answer, to learn its error rates.",
+    ),
     n_burnin: int = typer.Option(50, "--n-burnin", help="Sampler burn-in sweeps (first fit)."),
     n_samples: int = typer.Option(10, "--n-samples", help="Samples per chain."),
     n_chains: int = typer.Option(4, "--n-chains", help="Sampler chains."),
@@ -171,6 +193,14 @@ def annotate(
                 featurizer=features,
                 annotator=annotator,
                 shared=shared,
+                machine=None
+                if machine_url is None and machine_model is None
+                else {
+                    "url": machine_url,
+                    "model": machine_model,
+                    "key_env": machine_key_env,
+                    "check": machine_check,
+                },
             )
     except JaxclustError as exc:  # bad file, column, store: one clear line, no traceback
         fail(str(exc))

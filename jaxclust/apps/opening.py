@@ -57,6 +57,7 @@ def make_learner(
     progress: bool = False,
     status: Callable[[str], Any] | None = None,
     propagation: str = "classes",
+    error_rate: Any = 0.0,
 ):
     """The :class:`~jaxclust.active.ActiveLearner` of an annotation session (``min_samples=4``; a
     ``stop_entropy`` of 0 or None never stops early)."""
@@ -75,6 +76,7 @@ def make_learner(
         status=status,
         annotator=annotator,
         propagation=propagation,
+        error_rate=error_rate,
     )
 
 

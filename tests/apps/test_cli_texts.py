@@ -195,3 +195,49 @@ def test_the_readme_three_lines_take_a_text_file_through_annotate(workdir):
     assert res.stdout.startswith("Turning 3 texts into features")
     rows = (tmp / "clusters.csv").read_text().splitlines()
     assert rows[0] == "name,cluster,text" and rows[1].startswith("line 1,") and len(rows) == 4
+
+
+def test_a_chat_model_answers_first_and_the_person_where_it_matters(workdir):
+    from jaxclust.active.chat_fake import FakeChatServer
+
+    tmp, texts = workdir
+    labels = np.repeat(np.arange(3), 5)
+    with FakeChatServer(texts, labels, noise=0.3, seed=0) as server:
+        machine = ["--machine-url", server.url, "--machine-model", "fake", "--machine-check", "0"]
+        res = _run("texts.txt", "--store", "s.sqlite", "--n-queries", "8", "--annotator", "eve", *machine,
+                   replies="y\n" * 8)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    with AnswerStore("s.sqlite") as s:
+        records = s.records
+    by_machine = [r for r in records if r["annotator"].startswith("fake (prompt ")]
+    by_eve = [r for r in records if r["annotator"] == "eve"]
+    assert len(records) == 8 and by_machine and by_eve and len(by_machine) + len(by_eve) == 8
+    # each machine answer is told at the terminal, and it is right (the server's verdicts are unanimous there)
+    for r in by_machine:
+        said = "same cluster" if labels[r["i"]] == labels[r["j"]] else "different clusters"
+        assert "fake (prompt " in res.stdout and f": {said} for {r['i']}-{r['j']} (" in res.stdout
+        assert r["answer"] == ("must" if said == "same cluster" else "cannot")
+    assert res.stdout.count("Question ") == len(by_eve)  # the person saw only the routed questions
+
+
+@pytest.mark.parametrize(
+    ("args", "culprit"),
+    [
+        (
+            ["emb.npy", "--machine-url", "http://127.0.0.1:9/v1", "--machine-model", "m"],
+            "--machine-url: emb.npy",
+        ),
+        (
+            ["texts.txt", "--machine-url", "ftp://x", "--machine-model", "m"],
+            "--machine-url: expected an http",
+        ),
+        (["texts.txt", "--machine-url", "http://127.0.0.1:9/v1"], "--machine-model: is needed"),
+        (
+            ["texts.txt", "--machine-url", "http://h/v1", "--machine-model", "m", "--machine-check", "2"],
+            "--machine-check",
+        ),
+    ],
+)
+def test_a_bad_machine_option_is_named(workdir, args, culprit):
+    res = _run(*args, "--store", "s.sqlite", "--n-queries", "2")
+    assert res.exit_code == 2 and culprit in res.output, res.output
