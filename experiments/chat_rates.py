@@ -90,12 +90,10 @@ def main() -> None:
             f"{c:7d} | {fs.mean():.3f}, {es.mean():.3f}, {np.mean(es <= 0.05):.2f} | "
             f"{fd.mean():.3f}, {ed.mean():.3f}, {np.mean(ed <= 0.05):.2f}"
         )
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig = Figure(figsize=(5, 3.2))
+    ax = fig.add_subplot()
     for key, truth in (("false_same", args.false_same), ("false_different", args.false_different)):
         cs = sorted({r["checked"] for r in rows})
         q = [np.percentile([r[key] for r in rows if r["checked"] == c], [10, 50, 90]) for c in cs]
