@@ -142,8 +142,10 @@ def main() -> None:
     fig = Figure(figsize=(6, 4))
     ax = fig.add_subplot()
     budgets = args.budgets
+    models = sorted({r["model"] for r in rows})
     for name in args.sets:
-        for model, style in (("NestedDPMM", "-"), ("ActiveLearner(DPMM())", ":")):
+        for model in models:
+            style = ":" if model.startswith("ActiveLearner") else "-"
             got = [
                 [r["ari"] for r in rows if (r["set"], r["model"], r["budget"]) == (name, model, b)]
                 for b in budgets
