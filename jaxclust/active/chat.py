@@ -6,7 +6,7 @@ chat-completions endpoint (a hosted API, or a local server such as llama.cpp's o
   a budget of requests and a count of requests, retries and tokens. Standard library only.
 * :class:`ChatOracle` is the oracle: a prompt with the two items (and the user's instructions and worked
   examples), ``n_replies`` sampled replies per pair, each read as same / different / abstain
-  (:func:`read_reply`; anything else is an abstention, logged). It answers ``"must"`` or ``"cannot"`` when the
+  (:func:`read_verdict`; anything else is an abstention, logged). It answers ``"must"`` or ``"cannot"`` when the
   replies that did not abstain agree, ``"unknown"`` when they split or all abstained; the votes of each pair are
   kept (:meth:`ChatOracle.votes`) and never asked twice.
 * :class:`MachineRates` estimates the machine's two error rates from pairs people also answered, and turns them
@@ -42,7 +42,7 @@ from jaxclust.constraints import Answer, ask, check_reply
 from jaxclust.errors import ChatError, InvalidInputError
 from jaxclust.validation import check_float, check_int, seed_from
 
-__all__ = ["ChatEndpoint", "ChatOracle", "MachineRates", "MachineFirst", "read_reply", "PROMPT"]
+__all__ = ["ChatEndpoint", "ChatOracle", "MachineRates", "MachineFirst", "read_verdict", "PROMPT"]
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ _SAME = {"yes", "same", "true", "y"}
 _DIFFERENT = {"no", "different", "false", "n", "not"}
 
 
-def read_reply(text: Any) -> str | None:
+def read_verdict(text: Any) -> str | None:
     """A reply's verdict: ``"must"`` (yes / same), ``"cannot"`` (no / different) or None (anything else: an
     abstention). The first word counts, case and punctuation aside, so ``"Yes."`` and ``"No - they differ"`` are
     read, and ``"I am not sure"`` is not."""
@@ -346,7 +346,7 @@ class ChatOracle:
                 if not got:
                     got = [None]  # an empty choice list is one abstention, so this ends
                 replies.extend(got[: self.n_replies - len(replies)])
-            verdicts = [read_reply(r) for r in replies]
+            verdicts = [read_verdict(r) for r in replies]
             for r, v in zip(replies, verdicts, strict=True):
                 if v is None:
                     log.info(

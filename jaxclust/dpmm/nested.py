@@ -109,9 +109,10 @@ class NestedState(NamedTuple):
 
 # --- the class marginal ------------------------------------------------------------------------------------------
 class _Terms(NamedTuple):
-    """What a component adds to its class's marginal (additive over the components of a class): ``n`` items, the
-    weight ``w = κ1 n / (κ1 + n)`` of its mean, ``a1 = w (mean - m0)`` and ``a2 = w (mean - m0)²`` (D,), ``s`` its
-    scatter (D,), and ``h = ½ ln(κ1 / (κ1 + n))``, counted once per dimension."""
+    """What a component adds to its class's marginal (additive over the components of a class): ``n`` items (the
+    CRPs count them), ``v = τ n`` their weight in the likelihood (``τ`` the prior's ``temper``), the weight
+    ``w = κ1 v / (κ1 + v)`` of its mean, ``a1 = w (mean - m0)`` and ``a2 = w (mean - m0)²`` (D,), ``s`` its
+    scatter times τ (D,), and ``h = ½ ln(κ1 / (κ1 + v))``, counted once per dimension."""
 
     n: jax.Array
     v: jax.Array

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from jaxclust.active import ActiveLearner, AnswerStore, GoldOracle, SessionStopped
-from jaxclust.active.chat import ChatEndpoint, ChatOracle, MachineFirst, MachineRates, read_reply
+from jaxclust.active.chat import ChatEndpoint, ChatOracle, MachineFirst, MachineRates, read_verdict
 from jaxclust.active.chat_fake import FakeChatServer
 from jaxclust.active.oracles import Answer
 from jaxclust.errors import ChatError, InvalidInputError
@@ -48,7 +48,7 @@ def _oracle(server, **kw) -> ChatOracle:
     ],
 )
 def test_a_reply_is_read_from_its_first_word(text, verdict):
-    assert read_reply(text) == verdict
+    assert read_verdict(text) == verdict
 
 
 def test_right_answers_are_gold_and_each_pair_is_asked_once():
