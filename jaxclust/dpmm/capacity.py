@@ -11,7 +11,6 @@ Usage::
     policy = SlotPolicy(initial_capacity(n_used, n_rows, capacity), n_groups, n_rows)
     new = policy.after_overflow()                 # grow and redo the block
     new = policy.after_block(occupied, last)      # None: keep the slots
-    new = policy.shrunk(occupied)                 # None: keep the slots (a start that held far too many)
 """
 
 from __future__ import annotations
@@ -84,12 +83,3 @@ class SlotPolicy:
         if occupied + headroom(self.capacity) > self.capacity and self.capacity < self.n_groups and not last:
             return self._grow(occupied)
         return None
-
-    def shrunk(self, occupied: int) -> int | None:
-        """A smaller capacity, :func:`initial_capacity` of ``occupied``, when the chains use less than half of
-        that many slots' worth (after a start with one slot per row), else None."""
-        want = initial_capacity(occupied, self.n_rows)
-        if self.capacity <= 2 * want:
-            return None
-        self.capacity = want
-        return want

@@ -55,6 +55,7 @@ __all__ = [
     "NestedState",
     "class_log_marginal",
     "prepare",
+    "pad_answers",
     "init",
     "log_joint",
     "item_sweep",
@@ -197,6 +198,26 @@ def prepare(X, answers=(), dtype=jnp.float32) -> NestedData:
         jnp.asarray(must),
         jnp.asarray(hard),
         jnp.asarray(weight, dtype),
+    )
+
+
+def pad_answers(data: NestedData, rows: int) -> NestedData:
+    """``data`` with its answers padded to ``rows`` by inert ones (item 0 hard must-linked to itself: it holds in
+    every labelling, crosses no set of items and adds nothing to the joint), so that fits with different numbers
+    of answers can share one compiled program."""
+    extra = rows - data.i.shape[0]
+    if extra < 0:
+        raise InvalidInputError(f"pad_answers: {data.i.shape[0]} answers do not fit in rows={rows}")
+
+    def grow(a, fill):
+        return jnp.concatenate([a, jnp.full((extra,), fill, a.dtype)])
+
+    return data._replace(
+        i=grow(data.i, 0),
+        j=grow(data.j, 0),
+        must=grow(data.must, True),
+        hard=grow(data.hard, True),
+        weight=grow(data.weight, 0.0),
     )
 
 

@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from jaxclust.coclustering import least_squares_sample, relabel
 from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.dpmm import nested as N
-from jaxclust.dpmm.capacity import SlotPolicy
+from jaxclust.dpmm.chains import repair_labels
 from jaxclust.validation import Int, Real, check_array, seed_from, validate_params
 
 __all__ = ["NestedDPMM"]
@@ -31,14 +31,27 @@ def _answers(cons: Constraints | None) -> list[tuple]:
 
 
 def _start(cons: Constraints, init_labels) -> np.ndarray:
-    """Each chain's starting classes: ``init_labels`` when given and allowed by every hard answer, else one class
-    per must-linked group. Every item starts as its own component. (Starting from few classes, e.g. a colouring
-    of the groups, mixes far worse: the sweeps then have to cut one class that holds most items.)"""
+    """A chain's starting classes: ``init_labels`` repaired to keep every hard answer (a must-linked group takes
+    its first item's class, a group cannot-linked to an earlier one in its class moves to another) when given,
+    else one class per must-linked group. (Starting from few classes, e.g. a colouring of the groups, mixes far
+    worse: the sweeps then have to cut one class that holds most items.)"""
     if init_labels is not None:
-        cls = relabel(np.asarray(init_labels))
-        if not cons.check_assignment(cls):
-            return cls
+        return relabel(repair_labels(np.asarray(init_labels), cons)[cons.group_of])
     return relabel(np.asarray(cons.group_of))
+
+
+def _slots(occupied: int, n: int) -> int:
+    """Component (and class) slots for chains that use ``occupied`` components: a quarter more (at least two),
+    rounded up to a power of two of at least ``_MIN_SLOTS``, at most ``n``. Powers of two keep the compiled
+    shapes few across the fits of a session (each new shape is a compile of several seconds)."""
+    want = max(_MIN_SLOTS, occupied + max(2, occupied // 4))
+    return min(n, 1 << (want - 1).bit_length())
+
+
+def _answer_rows(n_answers: int) -> int:
+    """Rows the answers are padded to: a power of two of at least 16, so refits after a few more answers share
+    a compiled program."""
+    return 1 << (max(n_answers, 16) - 1).bit_length()
 
 
 def _temper(sweep: int, n_burnin: int, start: float | None) -> float:
@@ -88,6 +101,8 @@ def _pad(state: N.NestedState, K: int) -> N.NestedState:
 
 # sweeps run between two checks of the slots
 _BLOCK = 10
+# the fewest slots a chain gets (a compiled shape)
+_MIN_SLOTS = 16
 
 
 @partial(jax.jit, static_argnums=6)
@@ -126,16 +141,21 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     ``1/sqrt(kappa_component)`` of them from their class's mean); a Gamma(``shape``, ``scale * (shape - 1)``)
     precision, so a component's expected variance is ``scale`` times a column's.
 
-    Each chain starts with every item its own component and one class per must-linked group. With
-    ``anneal_from`` (and no ``init_labels``), the first half of the burn-in is annealed: the likelihood is raised
-    to a power that rises geometrically from ``anneal_from`` to 1, block by block, which lets the chains merge
-    the start's many small classes; the rest of the burn-in and every kept sample are drawn from the model
-    itself. It is off by default: it helps where the chains otherwise keep too many classes and hurts where the
-    merged classes must split again (measurements in the project's experiments, "Answers that compose"). It holds ``K``
-    component and as many class slots: ``n`` for the first 10 sweeps, then (one recompile) the chains' largest
-    number of components plus a quarter; ``K`` grows when a chain runs short, and the block of sweeps that ran
-    short is redone with the same keys, so no kept sample comes from a truncated sampler. A sweep costs
-    ``O(n K D)``.
+    Each chain starts with every item its own component and one class per must-linked group; a warm start
+    (``init_labels``, e.g. a previous fit's ``final_labels_``) starts from those classes, repaired to keep every
+    hard answer, with one component per class. With ``anneal_from`` (and no ``init_labels``), the first half of
+    the burn-in is annealed: the likelihood is raised to a power that rises geometrically from ``anneal_from`` to
+    1, block by block, which lets the chains merge the start's many small classes; the rest of the burn-in and
+    every kept sample are drawn from the model itself. It is off by default: it helps where the chains otherwise
+    keep too many classes and hurts where the merged classes must split again (measurements in the project's
+    experiments, "Answers that compose").
+
+    Slots: ``K`` component and as many class slots, a compiled shape. The cold start holds ``n`` for its first 10
+    sweeps, then the chains' largest number of components plus a quarter, rounded up to a power of two (at least
+    16); a warm start begins there. ``K`` doubles when the chains use more than three quarters of it, and when a
+    chain runs short the block of sweeps that ran short is redone with twice the slots and the same keys, so no
+    kept sample comes from a truncated sampler. The answers are padded to a power of two of rows, so the fits of
+    a session share a few compiled programs. A sweep costs ``O(n K D)``.
 
     Parameters
     ----------
@@ -223,13 +243,20 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
             jnp.float32(p["shape"]),
             jnp.full(D, p["scale"] * (p["shape"] - 1.0), jnp.float32),
         )
-        data = N.prepare(Xs, cons)
+        data = N.pad_answers(N.prepare(Xs, cons), _answer_rows(len(cons.pairs) + len(cons.answers)))
         init = None if init_labels is None else np.atleast_2d(np.asarray(init_labels))
         starts = np.stack(
             [_start(cons, None if init is None else init[c % len(init)]) for c in range(p["n_chains"])]
         )
-        policy = SlotPolicy(n, n, n)  # the start's n components; fewer once the chains have left it
-        state = jax.vmap(lambda c: N.init(jnp.arange(n), c, data, n))(jnp.asarray(starts, jnp.int32))
+        if (
+            init is None
+        ):  # every item its own component, in its group's class: n slots until the chains leave it
+            K = n
+            state = jax.vmap(lambda c: N.init(jnp.arange(n), c, data, n))(jnp.asarray(starts, jnp.int32))
+        else:  # a warm start: one component per class
+            K = _slots(int(starts.max()) + 1, n)
+            state = jax.vmap(lambda c: N.init(c, jnp.arange(K), data, K))(jnp.asarray(starts, jnp.int32))
+        roomy = init is None and K > _MIN_SLOTS
         n_sweeps = burn + p["n_samples"] * p["thin"]
         keys = jax.random.split(jax.random.key(seed_from(self.random_state)), (p["n_chains"], n_sweeps))
         cls, comp = [], []
@@ -248,21 +275,24 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
                 )
                 if not bool(jnp.any(overflow)):
                     break
-                K = policy.after_overflow()  # a chain lacked a slot: redo the block with more, same keys
+                K = min(n, 2 * K)  # a chain lacked a slot: redo the block with more, same keys
                 state = _pad(state, K)
             state = out
             cls.append(np.asarray(c_b))
             comp.append(np.asarray(z_b))
             occupied = int(jnp.max(jnp.sum(state.count > 0, -1)))
-            grown = policy.after_block(occupied, lo + _BLOCK >= n_sweeps)
-            if grown is not None:
-                state = _pad(state, grown)
-            elif (small := policy.shrunk(occupied)) is not None:  # the chains have left the roomy start
-                state = _compact(state, small)
+            if roomy:  # the chains have left the start's n slots: keep what they use (once)
+                roomy = False
+                if _slots(occupied, n) < K:
+                    K = _slots(occupied, n)
+                    state = _compact(state, K)
+            elif occupied + max(2, K // 4) > K and K < n and lo + _BLOCK < n_sweeps:
+                K = max(_slots(occupied, n), min(n, 2 * K))
+                state = _pad(state, K)
         keep = slice(burn + p["thin"] - 1, None, p["thin"])
         cls = np.concatenate(cls, 1)
         comp = np.concatenate(comp, 1)
-        self.n_slots_ = policy.capacity
+        self.n_slots_ = K
         self.samples_ = relabel(cls[:, keep].reshape(-1, n))
         self.components_ = relabel(comp[:, keep].reshape(-1, n))
         self.final_labels_ = relabel(cls[:, -1])

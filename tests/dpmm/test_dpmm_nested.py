@@ -14,8 +14,9 @@ from scipy import integrate, stats
 from sklearn.metrics import adjusted_rand_score
 
 from jaxclust import NestedDPMM
-from jaxclust.dpmm import NormalGamma, capacity, nested_model
+from jaxclust.dpmm import NormalGamma, nested_model
 from jaxclust.dpmm import nested as N
+from jaxclust.errors import InvalidInputError
 
 PRIOR = N.NestedPrior(
     mean=jnp.array([0.3]),
@@ -362,11 +363,12 @@ def test_bad_answers_get_the_named_errors_of_constraints():
         N.prepare(X4, [(0, 1, "must", 0.7)])
 
 
-@pytest.mark.parametrize("anneal_from", [None, 0.1])
-def test_the_estimators_kept_samples_follow_the_exact_posterior(monkeypatch, anneal_from):
+@pytest.mark.parametrize(("anneal_from", "warm"), [(None, False), (0.1, False), (None, True)])
+def test_the_estimators_kept_samples_follow_the_exact_posterior(monkeypatch, anneal_from, warm):
     """``NestedDPMM.fit`` (its start, its blocks of sweeps, its sample collection; with an annealed burn-in too,
-    whose tempered sweeps must not reach the kept samples) on 4 items: the (class, component) labellings kept
-    follow the posterior enumerated over every labelling (TV within sampling error)."""
+    whose tempered sweeps must not reach the kept samples; from a warm start of one component per class) on 4
+    items: the (class, component) labellings kept follow the posterior enumerated over every labelling (TV
+    within sampling error)."""
     monkeypatch.setattr(nested_model, "least_squares_sample", lambda samples: 0)  # O(S²): not under test
     x4 = np.array([[-1.2], [-0.7], [0.9], [1.6]])
     params = {
@@ -387,7 +389,9 @@ def test_the_estimators_kept_samples_follow_the_exact_posterior(monkeypatch, ann
         random_state=0,
         **params,
     )
-    model.fit(x4)
+    model.fit(x4, init_labels=np.array([[0, 0, 1, 1], [0, 1, 2, 3]] * 32) if warm else None)
+    if warm:
+        assert model.n_slots_ == 4  # no start with one slot per item
     xs = (x4 - x4.mean(0)) / x4.std(0)
     prior = N.NestedPrior(jnp.zeros(1), jnp.array(0.2), jnp.array(0.5), jnp.array(2.0), jnp.array([0.6]))
     data = N.prepare(xs)
@@ -428,18 +432,47 @@ def test_compacting_the_slots_keeps_the_labelling_and_the_log_joint():
     assert after == pytest.approx(before, rel=1e-6)
 
 
-def test_the_slot_policy_shrinks_only_a_start_far_too_roomy():
-    policy = capacity.SlotPolicy(600, 600, 600)
-    assert policy.shrunk(10) == 32 and policy.capacity == 32  # 10 used + headroom, at least MIN_SLOTS
-    assert (
-        policy.shrunk(10) is None and policy.shrunk(20) is None
-    )  # 32 is not more than twice what 10-20 need
+def test_slots_are_powers_of_two_with_a_quarter_to_spare_and_at_most_one_per_item():
+    slots = [nested_model._slots(k, 600) for k in (1, 13, 14, 26, 27, 52, 500)]
+    assert slots == [16, 16, 32, 32, 64, 128, 600]
+    assert nested_model._slots(50, 40) == 40
+    assert [nested_model._answer_rows(p) for p in (0, 16, 17, 100)] == [16, 16, 32, 128]
+
+
+def test_padded_answers_change_no_conditional_and_no_joint():
+    """The inert rows that pad the answers (so refits share a compiled program) leave every full conditional
+    and the log joint as they were."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(7, 2))
+    data = N.prepare(x, [(0, 1, "must"), (2, 3, "cannot"), (4, 5, "must", 0.2), (0, 6, "cannot", 0.1)])
+    padded = N.pad_answers(data, 16)
+    assert padded.i.shape == (16,)
+    prior = PRIOR._replace(mean=jnp.zeros(2), rate=jnp.full(2, 0.6))
+    st = N.init(np.array([0, 0, 1, 2, 3, 3, 4]), np.array([0, 0, 1, 1, 2, -1, -1]), data, 7)
+    for d in (data, padded):
+        assert float(N.log_joint(st, d, prior, ALPHA, GAMMA, 7)) == pytest.approx(
+            float(N.log_joint(st, data, prior, ALPHA, GAMMA, 7)), rel=1e-6
+        )
+    for i in range(7):
+        np.testing.assert_allclose(
+            N.item_conditional(i, st, padded, prior, ALPHA, GAMMA, 7)[1],
+            N.item_conditional(i, st, data, prior, ALPHA, GAMMA, 7)[1],
+            rtol=1e-6,
+        )
+    for k in range(5):
+        np.testing.assert_allclose(
+            N.component_conditional(k, st, padded, prior, ALPHA, GAMMA, 7)[0],
+            N.component_conditional(k, st, data, prior, ALPHA, GAMMA, 7)[0],
+            rtol=1e-6,
+        )
+    with pytest.raises(InvalidInputError, match="rows=2"):
+        N.pad_answers(data, 2)
 
 
 def test_slots_shrink_after_the_start_and_a_block_that_runs_short_is_redone(monkeypatch):
     """90 items in 3 tight blobs: the chains start with 90 slots, drop to what they use after the first block,
     and, given no headroom, run short, grow and redo that block with the same keys; no kept block ran short."""
-    monkeypatch.setattr(capacity, "initial_capacity", lambda occupied, *a, **k: occupied)  # no headroom
+    monkeypatch.setattr(nested_model, "_slots", lambda occupied, n: min(n, occupied))  # no headroom
     calls, run_block = [], nested_model._run_block
 
     def recorded(state, keys, *rest):
