@@ -14,6 +14,10 @@ class.
 
     python experiments/nested_answers.py --out experiments/results/nested_answers --seeds 0 1 2
 
+``--session STRATEGY`` runs, instead of one fit per budget, one session ``ActiveLearner(NestedDPMM(random_state=seed),
+GoldOracle(y), strategy=STRATEGY, batch_size=25, propagation="pairs")`` per set and seed (warm refits every 25
+answers, the session's own questions), read at each budget.
+
 ``--baseline`` also runs today's default session on the same sets, budgets and seeds, as a user writes it:
 ``ActiveLearner(DPMM(random_state=seed), GoldOracle(y), strategy="random", batch_size=25)`` (its own random pairs,
 its class layer), and reports ``labels_``.
@@ -39,6 +43,17 @@ SETS = {
     "breast_cancer": datasets.load_breast_cancer,
 }
 BUDGETS = (0, 50, 200, 1000)
+
+
+def load_set(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Standardised features and gold labels: the three scikit-learn sets above, or any set of the active suite
+    (``experiments/active_suite.py``, which needs ``../shared/data``)."""
+    if name in SETS:
+        X, y = SETS[name](return_X_y=True)
+        return (X - X.mean(0)) / X.std(0), y
+    from active_suite import load
+
+    return load(name)
 
 
 def random_answers(y: np.ndarray, budget: int, seed: int) -> list[tuple[int, int, str]]:
@@ -73,6 +88,30 @@ def default_session(X, y, budget: int, seed: int) -> np.ndarray:
     return np.asarray(learner.labels_)
 
 
+def nested_session(X, y, budgets, seed: int, strategy: str) -> list[dict]:
+    """One session ``ActiveLearner(NestedDPMM(random_state=seed), GoldOracle(y), strategy=strategy,
+    batch_size=25, propagation="pairs")`` (warm refits, every 25 answers) up to the largest budget: per budget
+    the session's scores after its last round that ended at or before it (its history's ``ari`` and
+    ``n_clusters``: means over the retained samples) and that round's seconds."""
+    from jaxclust.active import ActiveLearner, GoldOracle
+
+    learner = ActiveLearner(
+        NestedDPMM(random_state=seed),
+        GoldOracle(y),
+        strategy=strategy,
+        batch_size=25,
+        propagation="pairs",
+        random_state=seed,
+        progress=False,
+    )
+    history = learner.run(X, max(budgets), eval_labels=y)
+    rows = []
+    for b in budgets:
+        r = [h for h in history if h["n_queries"] <= b][-1]
+        rows.append({"budget": b, "ari": r["ari"], "n_classes": r["n_clusters"], "seconds": r["seconds"]})
+    return rows
+
+
 def _anneal(text: str) -> float | None:
     return None if text.lower() == "none" else float(text)
 
@@ -81,13 +120,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="experiments/results/nested_answers")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
-    ap.add_argument("--sets", nargs="+", default=list(SETS))
+    ap.add_argument(
+        "--sets",
+        nargs="+",
+        default=list(SETS),
+        help="scikit-learn's wine, iris, breast_cancer or a suite set",
+    )
     ap.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
     ap.add_argument(
         "--baseline", action="store_true", help="also run the default ActiveLearner(DPMM()) session"
     )
     ap.add_argument("--baseline-only", action="store_true", help="run only the default session")
     ap.add_argument("--from-json", nargs="+", default=[], help="rows of earlier runs to add (and plot)")
+    ap.add_argument(
+        "--session",
+        metavar="STRATEGY",
+        help="instead of one fit per budget, one ActiveLearner(NestedDPMM(), propagation='pairs') session asking "
+        "its own questions by STRATEGY (random, explore, ...), read at each budget",
+    )
     ap.add_argument(
         "--anneal-from", default="default", help="NestedDPMM's anneal_from ('none' for no annealing)"
     )
@@ -96,9 +146,14 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     rows = [row for f in args.from_json for row in json.loads(Path(f).read_text())]
     for name in [] if args.from_json else args.sets:
-        X, y = SETS[name](return_X_y=True)
-        X = (X - X.mean(0)) / X.std(0)
+        X, y = load_set(name)
         for seed in args.seeds:
+            if args.session:
+                model = f"ActiveLearner(NestedDPMM(), {args.session!r})"
+                for row in nested_session(X, y, args.budgets, seed, args.session):
+                    rows.append({"set": name, "model": model, "seed": seed, **row})
+                    print(json.dumps(rows[-1]), flush=True)
+                continue
             for budget in args.budgets:
                 if args.baseline or args.baseline_only:
                     t0 = time.perf_counter()
