@@ -50,7 +50,8 @@ stops as confident while a belief of that kind is untested (two components in di
 answer has compared, a component's join to its class that no question tested, a large component no answer
 has shown to be one class).
 
-Answers reach whole components. With ``propagation="classes"`` (default) the samples the selection reads,
+Answers reach whole components. With ``propagation="classes"`` (the default for a model of components, such as
+the DPMM) the samples the selection reads,
 ``labels_`` and the scores are classes made of components (:mod:`jaxclust.active.classes`), so one "same"
 answer about two items of two components joins the two components, and a "different" answer inside one
 component splits it.
@@ -204,8 +205,10 @@ class ActiveLearner:
         dict gives a rate per annotator (``{"alice": 0.05, "bob": 0.2}``; the key ``"*"`` covers everyone
         else). A rate may also be an object that gives one per answer, ``error_rate(answer)``: a chat model's
         :class:`~jaxclust.active.chat.MachineRates`, whose "same" and "different" are wrong at different rates.
-    propagation : {"classes", "components", "pairs"}
-        How far an answer reaches. ``"classes"`` (default): each retained sample is read as classes made of
+    propagation : {"classes", "components", "pairs"} or None
+        How far an answer reaches. None (default): ``"pairs"`` for a model whose samples are classes already
+        (its ``samples_classes`` is true, e.g. :class:`~jaxclust.NestedDPMM`), else ``"classes"``.
+        ``"classes"``: each retained sample is read as classes made of
         components (:mod:`jaxclust.active.classes`): a "same" answer about items of two components joins
         the two components, a "different" answer keeps their classes apart, and a "different" answer about
         two items of one component splits it between them (each of its items follows the nearest answered
@@ -266,7 +269,7 @@ class ActiveLearner:
         "block_size": Int(1, none=True),
         "stop_entropy": Real(0.0, _LN2, none=True),
         "error_rate": PerKey(RateRule(), "annotator"),
-        "propagation": Options(PROPAGATIONS),
+        "propagation": Options((None, *PROPAGATIONS)),
         "progress": Options((True, False)),
         "status": Function(none=True),
     }
@@ -288,7 +291,7 @@ class ActiveLearner:
         status=None,
         annotator: str | None = None,
         error_rate=0.0,
-        propagation: str = "classes",
+        propagation: str | None = None,
     ):
         self.model = model
         self.oracle = oracle
@@ -318,6 +321,8 @@ class ActiveLearner:
                 f"model: {type(self.model).__name__} cannot be refitted under answers (its fit takes no "
                 "'constraints'); use a model that samples partitions under constraints, e.g. jaxclust.DPMM"
             )
+        if checked["propagation"] is None:  # a model that samples classes is read as it is
+            checked["propagation"] = "pairs" if getattr(self.model, "samples_classes", False) else "classes"
         return SessionSettings(random_state=self.random_state, **checked)
 
     def _copy(self, out: Outcome) -> None:

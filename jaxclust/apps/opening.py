@@ -56,7 +56,7 @@ def make_learner(
     annotator: str | None = None,
     progress: bool = False,
     status: Callable[[str], Any] | None = None,
-    propagation: str = "classes",
+    propagation: str | None = None,
     error_rate: Any = 0.0,
 ):
     """The :class:`~jaxclust.active.ActiveLearner` of an annotation session (``min_samples=4``; a

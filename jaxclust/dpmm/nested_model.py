@@ -3,7 +3,7 @@
 Answers constrain classes, not components: a must-link keeps two items in one class, each in whichever component
 of it fits, so a class may be several Gaussian shapes; every item's class comes from the sampled posterior. Its
 ``samples_`` and ``labels_`` are class labellings, so :class:`~jaxclust.active.ActiveLearner` reads classes from
-exact samples with ``propagation="pairs"``.
+exact samples (``propagation="pairs"``, its default for this model).
 """
 
 from __future__ import annotations
@@ -178,6 +178,10 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     final_labels_ : ndarray (n_chains, n) - each chain's last class labelling (a warm start for the next fit)
     n_slots_ : int - component (and class) slots per chain at the end, a compiled shape
     """
+
+    #: Its samples are class labellings: :class:`~jaxclust.active.ActiveLearner` reads them as they are
+    #: (``propagation="pairs"``), with no class layer over them.
+    samples_classes = True
 
     _parameter_constraints = {
         "n_chains": Int(1),

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from jaxclust import DPMM, Constraints
+from jaxclust import DPMM, Constraints, NestedDPMM
 from jaxclust.active import ActiveLearner, GoldOracle
 from jaxclust.active.classes import (
     class_map,
@@ -274,3 +274,16 @@ def test_the_clustering_shown_is_the_retained_sample_the_others_agree_with():
     samples = class_samples(Xb, learner.model_.samples_, learner.constraints_)
     assert np.array_equal(learner.labels_, samples[least_squares_sample(samples)])
     assert not np.array_equal(relabel(learner.labels_), relabel(samples[0]))
+
+
+def test_a_model_that_samples_classes_is_read_as_it_is_unless_told_otherwise():
+    """``propagation=None`` (default): no class layer over a model whose samples are classes (NestedDPMM), the
+    class layer over a model of components (DPMM); a propagation the user gives is kept."""
+
+    def resolved(model, **kw):
+        return ActiveLearner(model, GoldOracle(CLASS), progress=False, **kw).session_settings().propagation
+
+    assert resolved(NestedDPMM()) == "pairs"
+    assert resolved(DPMM(**SMALL)) == "classes"
+    assert resolved(NestedDPMM(), propagation="classes") == "classes"
+    assert resolved(DPMM(**SMALL), propagation="pairs") == "pairs"
