@@ -192,26 +192,35 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
     (out / "nested_answers.json").write_text(json.dumps(rows, indent=1) + "\n")
 
+    from matplotlib import colormaps
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6, 4))
+    fig = Figure(figsize=(9, 4.5))
     ax = fig.add_subplot()
     budgets = args.budgets
     models = sorted({r["model"] for r in rows})
-    for name in args.sets:
+    for k, name in enumerate(args.sets):
+        colour = colormaps["tab10" if len(args.sets) <= 10 else "tab20"](k)  # one colour per set
         for model in models:
-            style = ":" if model.startswith("ActiveLearner") else "-"
+            style = ":" if model.startswith("ActiveLearner(DPMM") else "-"
             got = [
                 [r["ari"] for r in rows if (r["set"], r["model"], r["budget"]) == (name, model, b)]
                 for b in budgets
             ]
             if all(got):
-                ax.plot(budgets, [np.mean(g) for g in got], style, marker="o", label=f"{name}, {model}")
+                ax.plot(
+                    budgets,
+                    [np.mean(g) for g in got],
+                    style,
+                    color=colour,
+                    marker="o",
+                    label=f"{name}, {model}",
+                )
     ax.set_xscale("symlog", linthresh=50)
     ax.set_xlabel("random correct answers")
     ax.set_ylabel("ARI (least-squares class labelling)")
     ax.set_ylim(0, 1.02)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(out / "nested_answers.png", dpi=120)
 
