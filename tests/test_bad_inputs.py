@@ -400,7 +400,7 @@ CORPUS = [
     B(lambda: _enable_cache(5), InvalidInputError, r"^path: expected a folder path \(str or os.PathLike\) or None, got 5", "cc-path-int"),
     B(lambda: select_queries(S, strategy="x"), InvalidInputError, r"^strategy: expected one of .* got 'x'", "a-select-strategy"),
     B(lambda: select_queries(S, strategy="batch"), InvalidInputError, r"^strategy: 'batch' needs the oracle between picks", "a-select-batch"),
-    B(lambda: select_queries(S, batch_size=0), InvalidInputError, r"^batch_size: expected a positive integer, got 0", "a-select-batch-size"),
+    B(lambda: select_queries(S, batch_size=0), InvalidInputError, r"^batch_size: expected an int >= 1, got 0", "a-select-batch-size"),
     B(lambda: select_queries([0, 1]), InvalidInputError, r"^samples: expected a 2-D array \(samples x items\), got shape \(2,\)", "a-select-1d"),
     B(lambda: random_pairs(0, "5", 1), InvalidInputError, r"^n: expected an int >= 1, got '5'", "a-random-n-str"),
     B(lambda: random_pairs(0, 5, -1), InvalidInputError, r"^k: expected an int >= 0, got -1", "a-random-k-neg"),

@@ -139,8 +139,7 @@ def select_queries(
             "strategy: 'explore' needs the data and the model's components; use ActiveLearner(strategy="
             "'explore') or jaxclust.active.selection.pick"
         )
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) or batch_size < 1:
-        raise InvalidInputError(f"batch_size: expected a positive integer, got {batch_size!r}")
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
     n = np.shape(samples)[1] if np.ndim(samples) == 2 else None
     if n is None:
         raise InvalidInputError(

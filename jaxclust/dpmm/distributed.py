@@ -60,6 +60,7 @@ from jaxclust.dpmm import state as _state
 from jaxclust.dpmm.rows import ROW_AXIS, global_mesh, resolve_mesh
 from jaxclust.errors import DistributedError, InvalidInputError, JaxclustWarning
 from jaxclust.transfer import to_device
+from jaxclust.validation import check_int
 
 __all__ = [
     "initialize",
@@ -86,9 +87,7 @@ def _env_int(name: str, minimum: int) -> int | None:
 def _arg_int(value, name: str, minimum: int) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise InvalidInputError(f"{name}: expected an int >= {minimum}, got {value!r}")
-    return int(value)
+    return check_int(value, name, minimum=minimum)
 
 
 def _merge(arg, env, arg_name: str, env_name: str):

@@ -40,6 +40,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import StandardScaler
 
 from jaxclust.errors import InvalidInputError, InvalidInputTypeError, NotFittedError
+from jaxclust.validation import check_int
 
 __all__ = ["TextFeaturizer", "check_texts", "text_fingerprint", "DEFAULT_N_COMPONENTS"]
 
@@ -108,8 +109,7 @@ class TextFeaturizer(TransformerMixin, BaseEstimator):
         """Fit on ``texts`` and return their features, shape ``(n_texts, n_components_)``, float64."""
         texts = check_texts(texts)
         k_max = self.n_components
-        if isinstance(k_max, bool) or not isinstance(k_max, int | np.integer) or k_max < 1:
-            raise InvalidInputError(f"n_components: expected an int >= 1, got {k_max!r}")
+        k_max = check_int(k_max, "n_components", minimum=1)
         self.vectorizer_ = TfidfVectorizer(
             lowercase=True,
             strip_accents="unicode",
