@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from jaxclust.coclustering import least_squares_sample, relabel
 from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.dpmm import nested as N
+from jaxclust.dpmm.capacity import headroom
 from jaxclust.dpmm.chains import repair_labels
 from jaxclust.validation import Int, Real, check_array, seed_from, validate_params
 
@@ -43,8 +44,8 @@ def _start(cons: Constraints, init_labels) -> np.ndarray:
 def _slots(occupied: int, n: int) -> int:
     """Component (and class) slots for chains that use ``occupied`` components: a quarter more (at least two),
     rounded up to a power of two of at least ``_MIN_SLOTS``, at most ``n``. Powers of two keep the compiled
-    shapes few across the fits of a session (each new shape is a compile of several seconds)."""
-    want = max(_MIN_SLOTS, occupied + max(2, occupied // 4))
+    shapes few across the fits of a session (each new shape is one more compile)."""
+    want = max(_MIN_SLOTS, occupied + headroom(occupied))
     return min(n, 1 << (want - 1).bit_length())
 
 
@@ -252,9 +253,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         starts = np.stack(
             [_start(cons, None if init is None else init[c % len(init)]) for c in range(p["n_chains"])]
         )
-        if (
-            init is None
-        ):  # every item its own component, in its group's class: n slots until the chains leave it
+        if init is None:  # each item its own component, in its group's class: n slots for now
             K = n
             state = jax.vmap(lambda c: N.init(jnp.arange(n), c, data, n))(jnp.asarray(starts, jnp.int32))
         else:  # a warm start: one component per class
@@ -290,7 +289,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
                 if _slots(occupied, n) < K:
                     K = _slots(occupied, n)
                     state = _compact(state, K)
-            elif occupied + max(2, K // 4) > K and K < n and lo + _BLOCK < n_sweeps:
+            elif occupied + headroom(K) > K and K < n and lo + _BLOCK < n_sweeps:
                 K = max(_slots(occupied, n), min(n, 2 * K))
                 state = _pad(state, K)
         keep = slice(burn + p["thin"] - 1, None, p["thin"])
