@@ -6,11 +6,11 @@ with its defaults; the clustering is its ``labels_``, the class labelling of lea
 samples. Written: ``nested_answers.json`` (ARI and
 number of classes per set, budget and seed) and ``nested_answers.png`` in ``--out``.
 
-``NestedDPMM``'s defaults: columns standardised; prior mean 0, ``kappa_class = 0.05``, ``kappa_component = 0.5``,
-``shape = 2``, ``scale = 0.5`` (a component's expected variance half a column's), ``alpha = gamma = 1``; 4 chains of
-150 iterations (an item sweep, a component sweep, 20 split-merge proposals of classes and 20 of components), 100
-burn-in, every 5th kept; the chains start with each item its own component and each must-linked group its own
-class.
+``NestedDPMM``'s defaults (``--param NAME=VALUE`` sets others): columns standardised; each component's prior mean
+0, ``kappa = 0.05``, ``shape = 2``, ``scale = 0.5`` (a component's expected variance half a column's), ``alpha = 1``
+and ``gamma`` (see its docstring); 4 chains of 150 iterations (an item sweep, a component sweep, 20 proposals each
+of class split-merge, component split-merge and group moves), 100 burn-in, every 5th kept; the chains start with
+each item its own component and each must-linked group its own class.
 
     python experiments/nested_answers.py --out experiments/results/nested_answers --seeds 0 1 2
 
@@ -56,12 +56,16 @@ def load_set(name: str) -> tuple[np.ndarray, np.ndarray]:
     return load(name)
 
 
-def random_answers(y: np.ndarray, budget: int, seed: int) -> list[tuple[int, int, str]]:
+def random_answers(y: np.ndarray, budget: int, seed: int, wrong: float = 0.0) -> list[tuple]:
+    """``budget`` random pairs answered from the gold labels ``y``; with ``wrong`` > 0 each answer is flipped with
+    that probability (the flips fixed by the seed) and given as a soft answer with that error rate."""
     rng = np.random.default_rng([seed, 17])
+    flips = np.random.default_rng([seed, 29]).random(budget) < wrong
     out = []
     while len(out) < budget:
         i, j = (int(v) for v in rng.choice(len(y), 2, replace=False))
-        out.append((i, j, "must" if y[i] == y[j] else "cannot"))
+        same = (y[i] == y[j]) != flips[len(out)]
+        out.append((i, j, "must" if same else "cannot") + ((wrong,) if wrong > 0 else ()))
     return out
 
 
@@ -141,7 +145,23 @@ def main() -> None:
     ap.add_argument(
         "--anneal-from", default="default", help="NestedDPMM's anneal_from ('none' for no annealing)"
     )
+    ap.add_argument(
+        "--param",
+        nargs="+",
+        default=[],
+        metavar="NAME=VALUE",
+        help="NestedDPMM parameters other than the defaults (numbers), e.g. gamma=10",
+    )
+    ap.add_argument(
+        "--wrong",
+        type=float,
+        default=0.0,
+        help="flip each random answer with this probability and give it as a soft answer with this rate",
+    )
     args = ap.parse_args()
+    given = {k: float(v) for k, v in (p.split("=", 1) for p in args.param)}
+    if args.wrong and (args.session or args.baseline or args.baseline_only):
+        ap.error("--wrong is for the one-fit-per-budget runs of NestedDPMM")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = [row for f in args.from_json for row in json.loads(Path(f).read_text())]
@@ -172,20 +192,22 @@ def main() -> None:
                 if args.baseline_only:
                     continue
                 t0 = time.perf_counter()
-                params = {} if args.anneal_from == "default" else {"anneal_from": _anneal(args.anneal_from)}
-                samples = nested_classes(X, random_answers(y, budget, seed), seed, **params)
+                params = dict(given)
+                if args.anneal_from != "default":
+                    params["anneal_from"] = _anneal(args.anneal_from)
+                samples = nested_classes(X, random_answers(y, budget, seed, args.wrong), seed, **params)
                 best = samples[least_squares_sample(samples)]  # NestedDPMM's labels_
                 row = {
                     "set": name,
-                    "model": "NestedDPMM"
-                    if not params
-                    else f"NestedDPMM(anneal_from={params['anneal_from']})",
+                    "model": f"NestedDPMM({', '.join(f'{k}={v}' for k, v in params.items())})"
+                    + (f", {args.wrong:.0%} wrong" if args.wrong else ""),
                     "seed": seed,
                     "budget": budget,
                     "ari": float(adjusted_rand_score(y, best)),
                     "mean_ari": float(np.mean([adjusted_rand_score(y, s) for s in samples])),
                     "n_classes": int(len(np.unique(best))),
                     "n_gold": int(len(np.unique(y))),
+                    "wrong": args.wrong,
                     "seconds": time.perf_counter() - t0,
                 }
                 rows.append(row)

@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from jaxclust.coclustering import least_squares_sample, relabel
 from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.dpmm import nested as N
+from jaxclust.dpmm import nested_splitmerge as MH
 from jaxclust.dpmm.capacity import headroom
 from jaxclust.dpmm.chains import repair_labels
 from jaxclust.validation import Int, Real, check_array, seed_from, validate_params
@@ -49,10 +50,15 @@ def _slots(occupied: int, n: int) -> int:
     return min(n, 1 << (want - 1).bit_length())
 
 
+def _power_of_two(size: int, least: int) -> int:
+    """The power of two at or above ``size`` and ``least``: a padded size, so that refits after a few more
+    answers share a compiled program."""
+    return 1 << (max(size, least) - 1).bit_length()
+
+
 def _answer_rows(n_answers: int) -> int:
-    """Rows the answers are padded to: a power of two of at least 16, so refits after a few more answers share
-    a compiled program."""
-    return 1 << (max(n_answers, 16) - 1).bit_length()
+    """Rows the answers are padded to: a power of two of at least 16."""
+    return _power_of_two(n_answers, 16)
 
 
 def _temper(sweep: int, n_burnin: int, start: float | None) -> float:
@@ -114,12 +120,13 @@ def _run_block(state, keys, data, prior, alpha, gamma, n_split_merge):
 
     def sweep(carry, key):
         st, over = carry
-        k1, k2, k3, k4 = jax.random.split(key, 4)
+        k1, k2, k3, k4, k5 = jax.random.split(key, 5)
         st, i1 = N.item_sweep(k1, st, data, prior, alpha, gamma, C)
         st, i2 = N.component_sweep(k2, st, data, prior, alpha, gamma, C)
-        st, i3 = N.class_split_merge(k3, st, data, prior, alpha, gamma, C, n_split_merge)
-        st, i4 = N.component_split_merge(k4, st, data, prior, alpha, gamma, C, n_split_merge)
-        over = over | i1.overflow | i2.overflow | i3.overflow | i4.overflow
+        st, i3 = MH.class_split_merge(k3, st, data, prior, alpha, gamma, C, n_split_merge)
+        st, i4 = MH.component_split_merge(k4, st, data, prior, alpha, gamma, C, n_split_merge)
+        st, i5 = MH.group_sweep(k5, st, data, prior, alpha, gamma, C, n_split_merge)
+        over = over | i1.overflow | i2.overflow | i3.overflow | i4.overflow | i5.overflow
         return (st, over), (N.class_labels(st), st.z)
 
     def chain(st, ks):
@@ -132,15 +139,18 @@ def _run_block(state, keys, data, prior, alpha, gamma, n_split_merge):
 class NestedDPMM(ClusterMixin, BaseEstimator):
     """Classes of Gaussian components, sampled with their components; answers act on classes.
 
-    The model and its moves are in :mod:`jaxclust.dpmm.nested`: classes a CRP(``gamma``), components a
-    CRP(``alpha``) inside each class, the components' means scattered around their class's mean and sharing its
-    precision (per column). Each iteration of each chain is an item sweep, a component sweep, ``n_split_merge``
-    split-merge proposals of whole classes and as many of components inside a class.
+    The model and its moves are in :mod:`jaxclust.dpmm.nested`: components a CRP(``alpha``) over the items, each
+    a diagonal Gaussian with its own mean and precision (as in :class:`~jaxclust.DPMM`), and classes a
+    CRP(``gamma``) over the components, tied by nothing but the answers. Without answers the components are a
+    DP mixture's and ``gamma`` sets how readily the samples join them: two components share a class with prior
+    probability ``1 / (1 + gamma)``. Each iteration of each chain is an item sweep, a component sweep, and
+    ``n_split_merge`` Metropolis-Hastings proposals of each kind: splits and merges of whole classes, of
+    components inside a class, and moves of a whole must-linked group to another class.
 
-    Columns are standardised. The prior: mean 0; ``kappa_class`` (class means spread over about
-    ``1/sqrt(kappa_class)`` within-component standard deviations); ``kappa_component`` (components about
-    ``1/sqrt(kappa_component)`` of them from their class's mean); a Gamma(``shape``, ``scale * (shape - 1)``)
-    precision, so a component's expected variance is ``scale`` times a column's.
+    Columns are standardised. The prior of a component: mean 0; ``kappa`` (component means spread over about
+    ``1/sqrt(kappa)`` within-component standard deviations); a Gamma(``shape``, ``scale * (shape - 1)``)
+    precision, so a component's expected variance is ``scale`` times a column's (the defaults are
+    :class:`~jaxclust.DPMM`'s).
 
     Each chain starts with every item its own component and one class per must-linked group; a warm start
     (``init_labels``, e.g. a previous fit's ``final_labels_``) starts from those classes, repaired to keep every
@@ -155,18 +165,19 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     sweeps, then the chains' largest number of components plus a quarter, rounded up to a power of two (at least
     16); a warm start begins there. ``K`` doubles when the chains use more than three quarters of it, and when a
     chain runs short the block of sweeps that ran short is redone with twice the slots and the same keys, so no
-    kept sample comes from a truncated sampler. The answers are padded to a power of two of rows, so the fits of
-    a session share a few compiled programs. A sweep costs ``O(n K D)``.
+    kept sample comes from a truncated sampler. The answers are padded to a power of two of rows, and the table
+    of must-linked groups to powers of two of groups and of items, so the fits of a session share a few compiled
+    programs. A sweep costs ``O(n K D)``.
 
     Parameters
     ----------
     n_chains, n_burnin, n_samples, thin : int
     alpha, gamma : float
         Concentrations of the components inside a class and of the classes.
-    kappa_class, kappa_component, shape, scale : float
+    kappa, shape, scale : float
         The prior (above).
     n_split_merge : int
-        Split-merge proposals per iteration, of classes and of components each.
+        Metropolis-Hastings proposals per iteration, of each kind.
     anneal_from : float in (0, 1) or None
         The power of the likelihood at the start of an annealed burn-in (above); None (default): no annealing.
     random_state : int or None
@@ -191,8 +202,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         "thin": Int(1),
         "alpha": Real(0.0, strict=True),
         "gamma": Real(0.0, strict=True),
-        "kappa_class": Real(0.0, strict=True),
-        "kappa_component": Real(0.0, strict=True),
+        "kappa": Real(0.0, strict=True),
         "shape": Real(0.0, strict=True),
         "scale": Real(0.0, strict=True),
         "n_split_merge": Int(0),
@@ -206,9 +216,8 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         n_samples: int = 10,
         thin: int = 5,
         alpha: float = 1.0,
-        gamma: float = 1.0,
-        kappa_class: float = 0.05,
-        kappa_component: float = 0.5,
+        gamma: float = 10.0,
+        kappa: float = 0.05,
         shape: float = 2.0,
         scale: float = 0.5,
         n_split_merge: int = 20,
@@ -221,8 +230,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         self.thin = thin
         self.alpha = alpha
         self.gamma = gamma
-        self.kappa_class = kappa_class
-        self.kappa_component = kappa_component
+        self.kappa = kappa
         self.shape = shape
         self.scale = scale
         self.n_split_merge = n_split_merge
@@ -243,12 +251,16 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         Xs = (X - X.mean(0)) / np.where(std > 0, std, 1.0)
         prior = N.NestedPrior(
             jnp.zeros(D, jnp.float32),
-            jnp.float32(p["kappa_class"]),
-            jnp.float32(p["kappa_component"]),
+            jnp.float32(p["kappa"]),
             jnp.float32(p["shape"]),
             jnp.full(D, p["scale"] * (p["shape"] - 1.0), jnp.float32),
         )
-        data = N.pad_answers(N.prepare(Xs, cons), _answer_rows(len(cons.pairs) + len(cons.answers)))
+        data = N.prepare(Xs, cons)
+        data = N.pad_answers(
+            data,
+            _answer_rows(len(cons.pairs) + len(cons.answers)),
+            tuple(_power_of_two(s, 4) for s in data.groups.shape),
+        )
         init = None if init_labels is None else np.atleast_2d(np.asarray(init_labels))
         starts = np.stack(
             [_start(cons, None if init is None else init[c % len(init)]) for c in range(p["n_chains"])]

@@ -16,14 +16,11 @@ from sklearn.metrics import adjusted_rand_score
 from jaxclust import NestedDPMM
 from jaxclust.dpmm import NormalGamma, nested_model
 from jaxclust.dpmm import nested as N
+from jaxclust.dpmm import nested_splitmerge as MH
 from jaxclust.errors import InvalidInputError
 
 PRIOR = N.NestedPrior(
-    mean=jnp.array([0.3]),
-    kappa_class=jnp.array(0.2),
-    kappa_component=jnp.array(0.5),
-    shape=jnp.array(2.0),
-    rate=jnp.array([0.6]),
+    mean=jnp.array([0.3]), kappa=jnp.array(0.2), shape=jnp.array(2.0), rate=jnp.array([0.6])
 )
 X4 = np.array([[-1.2], [-0.7], [0.9], [1.6]])
 ALPHA, GAMMA = 0.7, 1.3
@@ -64,30 +61,29 @@ def canonical(z, classes_of_items):
 
 # --- an independent log joint: sequential seating and a numerical integral ----------------------------------------
 def seating_log_prior(z, classes, alpha, gamma):
-    """The prior by seating the items one by one (class by a CRP(gamma), component inside it by a CRP(alpha))."""
-    lp, class_size, comp_size = 0.0, {}, {}
+    """The prior by seating the items one by one into components by a CRP(alpha), each new component seated
+    into a class by a CRP(gamma) over the components."""
+    lp, comp_size, class_comps = 0.0, {}, {}
     for t, k in enumerate(z):
-        c = classes[k]
-        if c in class_size:
-            lp += math.log(class_size[c] / (t + gamma))
-            nk = comp_size.get(k, 0)
-            lp += math.log((nk if nk else alpha) / (class_size[c] + alpha))
+        if k in comp_size:
+            lp += math.log(comp_size[k] / (t + alpha))
         else:
-            lp += math.log(gamma / (t + gamma))
-        class_size[c] = class_size.get(c, 0) + 1
+            lp += math.log(alpha / (t + alpha))
+            c, m = classes[k], len(comp_size)
+            lp += math.log((class_comps[c] if c in class_comps else gamma) / (m + gamma))
+            class_comps[c] = class_comps.get(c, 0) + 1
         comp_size[k] = comp_size.get(k, 0) + 1
     return lp
 
 
-def quadrature_class_marginal(x, comp_of, prior, temper=1.0):
-    """ln p(x of one class, D = 1) by integrating the precision numerically over the exact Gaussian given it;
-    with ``temper`` τ, of the likelihood raised to τ: ``N(x | μ, 1/λ)^τ = (λ/2π)^(τ/2) (2π/(τλ))^(1/2)
-    N(x | μ, 1/(τλ))`` per item."""
-    m0, k0, k1 = float(prior.mean[0]), float(prior.kappa_class), float(prior.kappa_component)
+def quadrature_component_marginal(x, prior, temper=1.0):
+    """ln p(x of one component, D = 1) by integrating the precision numerically over the exact Gaussian given it
+    (the mean integrated out: covariance ``I/(τλ) + 11ᵀ/(κλ)``); with ``temper`` τ, of the likelihood raised to
+    τ: ``N(x | μ, 1/λ)^τ = (λ/2π)^(τ/2) (2π/(τλ))^(1/2) N(x | μ, 1/(τλ))`` per item."""
+    m0, k0 = float(prior.mean[0]), float(prior.kappa)
     a0, b0 = float(prior.shape), float(prior.rate[0])
     n = len(x)
-    same_comp = np.equal.outer(comp_of, comp_of).astype(float)
-    cov = np.eye(n) / temper + same_comp / k1 + np.ones((n, n)) / k0
+    cov = np.eye(n) / temper + np.ones((n, n)) / k0
 
     def integrand(lam):
         power = ((lam / (2 * math.pi)) ** (temper / 2) * (2 * math.pi / (temper * lam)) ** 0.5) ** n
@@ -103,10 +99,9 @@ def quadrature_class_marginal(x, comp_of, prior, temper=1.0):
 
 def brute_log_joint(X, z, classes, answers, prior, alpha, gamma):
     lp = seating_log_prior(z, classes, alpha, gamma)
+    for k in np.unique(z):
+        lp += quadrature_component_marginal(X[z == k, 0], prior)
     item_class = classes[z]
-    for c in np.unique(item_class):
-        members = np.flatnonzero(item_class == c)
-        lp += quadrature_class_marginal(X[members, 0], z[members], prior)
     for a in answers:
         i, j, kind = a[:3]
         agree = (item_class[i] == item_class[j]) == (kind == "must")
@@ -127,41 +122,26 @@ def x64():
         yield
 
 
-def test_one_component_class_is_the_normal_gamma_marginal_with_both_precisions(x64):
+def test_a_components_marginal_is_the_normal_gamma_marginal(x64):
     X = np.array([[0.4, -1.0], [1.1, 0.2], [0.7, 0.5]])
-    prior = N.NestedPrior(
-        jnp.array([0.1, -0.2]), jnp.array(0.3), jnp.array(0.8), jnp.array(1.5), jnp.array([0.7, 1.2])
-    )
-    data = N.prepare(X, dtype=jnp.float64)
-    st = _state(np.zeros(3, int), [0], data)
-    got = N.class_log_marginal(N._terms(st.count, st.mean, st.scatter, prior), prior)[0]
-    kappa = 0.3 * 0.8 / (0.3 + 0.8)  # the mean of the one component: N(m0, (1/κ0 + 1/κ1) / λ)
-    ng = NormalGamma(mean=[0.1, -0.2], kappa=kappa, shape=1.5, rate=[0.7, 1.2]).astype(jnp.float64)
+    prior = N.NestedPrior(jnp.array([0.1, -0.2]), jnp.array(0.3), jnp.array(1.5), jnp.array([0.7, 1.2]))
+    st = _state(np.zeros(3, int), [0], N.prepare(X, dtype=jnp.float64))
+    got = N.component_log_marginal(st.count, st.mean, st.scatter, prior)[0]
+    ng = NormalGamma(mean=[0.1, -0.2], kappa=0.3, shape=1.5, rate=[0.7, 1.2]).astype(jnp.float64)
     gs = ng.group_stats(X, np.zeros(3, int), 1)
     want = ng.log_marginal(ng.slots_from_groups(jnp.zeros(1, jnp.int32), gs, 1))[0]
     np.testing.assert_allclose(float(got), float(want), rtol=1e-12)
+    assert float(N.component_log_marginal(jnp.zeros(()), st.mean[1], st.scatter[1], prior)) == 0.0
 
 
-@pytest.mark.parametrize("comp_of", [[0, 0, 1, 2, 2, 2], [0, 1, 2, 3, 4, 5], [0] * 6])
-def test_class_marginal_equals_the_integral_over_the_precision(x64, comp_of):
-    x = np.array([-0.4, 0.1, 1.3, 2.2, 2.0, 2.9])
-    data = N.prepare(x[:, None], dtype=jnp.float64)
-    st = _state(np.array(comp_of), [0] * 6, data)
-    t = N._class_sums(N._terms(st.count, st.mean, st.scatter, PRIOR), st.u, 6)
-    got = float(N.class_log_marginal(t, PRIOR)[0])
-    assert got == pytest.approx(quadrature_class_marginal(x, np.array(comp_of), PRIOR), rel=1e-8)
-
-
-@pytest.mark.parametrize("comp_of", [[0, 0, 1, 2, 2, 2], [0] * 6])
-@pytest.mark.parametrize("temper", [0.1, 0.5])
-def test_a_tempered_class_marginal_integrates_the_likelihood_raised_to_the_power(x64, comp_of, temper):
-    x = np.array([-0.4, 0.1, 1.3, 2.2, 2.0, 2.9])
+@pytest.mark.parametrize("x", [[-0.4, 0.1, 1.3, 2.2, 2.0, 2.9], [0.7]])
+@pytest.mark.parametrize("temper", [1.0, 0.1, 0.5])
+def test_a_tempered_component_marginal_integrates_the_likelihood_raised_to_the_power(x64, x, temper):
+    x = np.array(x)
     prior = PRIOR._replace(temper=jnp.float64(temper))
-    data = N.prepare(x[:, None], dtype=jnp.float64)
-    st = _state(np.array(comp_of), [0] * 6, data)
-    t = N._class_sums(N._terms(st.count, st.mean, st.scatter, prior), st.u, 6)
-    got = float(N.class_log_marginal(t, prior)[0])
-    assert got == pytest.approx(quadrature_class_marginal(x, np.array(comp_of), PRIOR, temper), rel=1e-8)
+    st = _state(np.zeros(len(x), int), [0], N.prepare(x[:, None], dtype=jnp.float64))
+    got = float(N.component_log_marginal(st.count, st.mean, st.scatter, prior)[0])
+    assert got == pytest.approx(quadrature_component_marginal(x, PRIOR, temper), rel=1e-7)
 
 
 def test_the_burn_in_anneals_from_the_start_to_one_over_its_first_half():
@@ -224,11 +204,12 @@ def test_the_sampler_draws_the_exact_posterior(case):
     start = _state(z0, c0, data)
 
     def sweep(st, key):
-        k1, k2, k3 = jax.random.split(key, 3)
+        k1, k2, k3, k4, k5 = jax.random.split(key, 5)
         st, _ = N.item_sweep(k1, st, data, PRIOR, ALPHA, GAMMA, 4)
         st, _ = N.component_sweep(k2, st, data, PRIOR, ALPHA, GAMMA, 4)
-        st, _ = N.class_split_merge(k3, st, data, PRIOR, ALPHA, GAMMA, 4, 2)
-        st, _ = N.component_split_merge(k3, st, data, PRIOR, ALPHA, GAMMA, 4, 2)
+        st, _ = MH.class_split_merge(k3, st, data, PRIOR, ALPHA, GAMMA, 4, 2)
+        st, _ = MH.component_split_merge(k4, st, data, PRIOR, ALPHA, GAMMA, 4, 2)
+        st, _ = MH.group_sweep(k5, st, data, PRIOR, ALPHA, GAMMA, 4, 2)
         return st, (st.z, N.class_labels(st))
 
     def chain(key):
@@ -253,17 +234,29 @@ def test_the_sampler_draws_the_exact_posterior(case):
 X5 = np.array([[-0.9], [-1.0], [-0.8], [1.4], [1.5]])  # three items close together: components of three
 
 
-@pytest.mark.slow  # the sharp check of each move is test_each_moves_conditional_is_the_ratio_of_log_joints
-@pytest.mark.parametrize(
-    "move", ["item_sweep", "component_sweep", "class_split_merge", "component_split_merge"]
-)
-@pytest.mark.parametrize("case", ["none", "hard must across", "soft", "five items"])
+GROUP_OF_THREE = [(0, 3, "must"), (3, 4, "must"), (1, 4, "cannot", 0.2), (2, 3, "must", 0.3)]
+
+
+def _move_cases():
+    # the sharp check of the Gibbs moves is test_each_moves_conditional_is_the_ratio_of_log_joints; the group
+    # move is Metropolis-Hastings, and this is its check (a group of three, hard and soft answers, runs by default)
+    gibbs = ["item_sweep", "component_sweep", "class_split_merge", "component_split_merge"]
+    for move in [*gibbs, "group_sweep"]:
+        for case in ["none", "hard must across", "soft", "five items", "group of three"]:
+            if case == "group of three" and move != "group_sweep":
+                continue
+            fast = move == "group_sweep" and case == "group of three"
+            yield pytest.param(case, move, marks=() if fast else pytest.mark.slow, id=f"{move}-{case}")
+
+
+@pytest.mark.parametrize(("case", "move"), list(_move_cases()))
 def test_each_move_alone_keeps_the_exact_posterior(case, move):
     """Chains started from exact posterior draws stay exact under one move alone (the component move alone cannot
     change the components, so only its invariance can be checked this way, and this is the sharp check)."""
-    X = X5 if case == "five items" else X4
+    X = X5 if case in ("five items", "group of three") else X4
     n = len(X)
-    data = N.prepare(X, ANSWER_CASES.get(case, [(0, 4, "cannot", 0.2)]))
+    answers = GROUP_OF_THREE if case == "group of three" else ANSWER_CASES.get(case, [(0, 4, "cannot", 0.2)])
+    data = N.prepare(X, answers)
     exact = _posterior(data)
     states = {canonical(z, c[z]): (z, c) for z, c in labellings(n)}
     keys = list(exact)
@@ -273,7 +266,7 @@ def test_each_move_alone_keeps_the_exact_posterior(case, move):
     c0 = np.array(
         [np.pad(states[keys[d]][1], (0, n - len(states[keys[d]][1])), constant_values=-1) for d in draws]
     )
-    step = getattr(N, move)
+    step = getattr(N, move, None) or getattr(MH, move)
 
     def run(key, z, c):
         st = N.init(z, c, data, n)
@@ -371,14 +364,7 @@ def test_the_estimators_kept_samples_follow_the_exact_posterior(monkeypatch, ann
     within sampling error)."""
     monkeypatch.setattr(nested_model, "least_squares_sample", lambda samples: 0)  # O(S²): not under test
     x4 = np.array([[-1.2], [-0.7], [0.9], [1.6]])
-    params = {
-        "alpha": 0.7,
-        "gamma": 1.3,
-        "kappa_class": 0.2,
-        "kappa_component": 0.5,
-        "shape": 2.0,
-        "scale": 0.6,
-    }
+    params = {"alpha": 0.7, "gamma": 1.3, "kappa": 0.2, "shape": 2.0, "scale": 0.6}
     model = NestedDPMM(
         n_chains=64,
         n_burnin=50,
@@ -393,7 +379,7 @@ def test_the_estimators_kept_samples_follow_the_exact_posterior(monkeypatch, ann
     if warm:
         assert model.n_slots_ == 4  # no start with one slot per item
     xs = (x4 - x4.mean(0)) / x4.std(0)
-    prior = N.NestedPrior(jnp.zeros(1), jnp.array(0.2), jnp.array(0.5), jnp.array(2.0), jnp.array([0.6]))
+    prior = N.NestedPrior(jnp.zeros(1), jnp.array(0.2), jnp.array(2.0), jnp.array([0.6]))
     data = N.prepare(xs)
     exact = {}
     for z, classes in labellings(4):
@@ -445,8 +431,8 @@ def test_padded_answers_change_no_conditional_and_no_joint():
     rng = np.random.default_rng(5)
     x = rng.normal(size=(7, 2))
     data = N.prepare(x, [(0, 1, "must"), (2, 3, "cannot"), (4, 5, "must", 0.2), (0, 6, "cannot", 0.1)])
-    padded = N.pad_answers(data, 16)
-    assert padded.i.shape == (16,)
+    padded = N.pad_answers(data, 16, (4, 8))
+    assert padded.i.shape == (16,) and padded.groups.shape == (4, 8)
     prior = PRIOR._replace(mean=jnp.zeros(2), rate=jnp.full(2, 0.6))
     st = N.init(np.array([0, 0, 1, 2, 3, 3, 4]), np.array([0, 0, 1, 1, 2, -1, -1]), data, 7)
     for d in (data, padded):
@@ -465,6 +451,12 @@ def test_padded_answers_change_no_conditional_and_no_joint():
             N.component_conditional(k, st, data, prior, ALPHA, GAMMA, 7)[0],
             rtol=1e-6,
         )
+    # a row of padding is no group: the group move leaves the state as it is
+    st2, info = MH.group_sweep(
+        jax.random.key(0), st, padded._replace(groups=-jnp.ones((4, 8), jnp.int32)), prior, ALPHA, GAMMA, 7, 8
+    )
+    assert int(info.proposed_merges) == 0
+    assert all(np.array_equal(a, b) for a, b in zip(st2, st, strict=True))
     with pytest.raises(InvalidInputError, match="rows=2"):
         N.pad_answers(data, 2)
 
@@ -493,3 +485,26 @@ def test_slots_shrink_after_the_start_and_a_block_that_runs_short_is_redone(monk
         np.testing.assert_array_equal(calls[k][1], calls[k - 1][1])
     assert not calls[-1][2]
     assert adjusted_rand_score(y, model.labels_) == 1.0
+
+
+def test_group_moves_alone_carry_must_linked_pairs_into_their_class_and_components():
+    """Two separated blobs of 8, each item must-linked to one neighbour, one cannot-link between the blobs; every
+    item starts as its own component and every pair as its own class. Group moves alone (no item move can carry a
+    pair across classes: each of its items is held by the other) make the blobs the classes in every chain, the
+    pairs' items placed into shared components."""
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(-4.0, 0.3, (8, 1)), rng.normal(4.0, 0.3, (8, 1))]
+    answers = [(a, a + 1, "must") for a in range(0, 16, 2)] + [(0, 8, "cannot")]
+    data = N.prepare(X, answers)
+    start = N.init(np.arange(16), np.arange(16) // 2, data, 16)
+
+    def chain(key):
+        def sweep(st, k):
+            return MH.group_sweep(k, st, data, PRIOR, ALPHA, 10.0, 16, 8)[0], None
+
+        st = jax.lax.scan(sweep, start, jax.random.split(key, 100))[0]
+        return N.class_labels(st), jnp.sum(st.count > 0)
+
+    labels, n_components = jax.jit(jax.vmap(chain))(jax.random.split(jax.random.key(3), 8))
+    assert [adjusted_rand_score(np.repeat([0, 1], 8), lab) for lab in np.asarray(labels)] == [1.0] * 8
+    assert int(jnp.max(n_components)) < 8

@@ -1,0 +1,289 @@
+"""Metropolis-Hastings moves of the two-level mixture (:mod:`jaxclust.dpmm.nested`): splits and merges of whole
+classes, of components inside a class, and moves of whole must-linked groups between classes. Each is
+``(key, state, data, prior, alpha, gamma, C, n_proposals) -> (state, info)`` and leaves the posterior exact; they
+carry the chains across labellings that one item at a time cannot reach.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxclust.dpmm import nested as N
+from jaxclust.dpmm.state import no_moves
+
+__all__ = ["class_split_merge", "component_split_merge", "group_sweep"]
+
+
+def _split_merge_step(_, carry, data: N.NestedData, prior: N.NestedPrior, alpha, gamma, C: int):
+    state, key, accepted, proposed, overflow = carry
+    key, k_pair, k_sides, k_accept = jax.random.split(key, 4)
+    n = data.X.shape[0]
+    i, j = jax.random.choice(k_pair, n, (2,), replace=False)
+    cls = N.class_labels(state)
+    ci, cj = cls[i], cls[j]
+    live = state.count > 0
+    in_class = live & (state.u == ci)
+    m = jnp.sum(in_class)  # components of i's class (before a split) or of the merged class (after a merge)
+    m_merged = m + jnp.sum(live & (state.u == cj))
+    # merge: j's class joins i's; split: i's class is cut in two, j's component and a random half going to a new
+    # class (the reverse of a merge that had picked the same two items)
+    merged = state._replace(u=jnp.where(state.u == cj, ci, state.u))
+    n_class = jax.ops.segment_sum(state.count, jnp.where(state.u >= 0, state.u, C), num_segments=C + 1)[:C]
+    c_free, any_c = N.first_free(n_class > 0)
+    zi, zj = state.z[i], state.z[j]
+    coin = jax.random.bernoulli(k_sides, 0.5, state.u.shape)
+    to_new = in_class & ((jnp.arange(state.u.shape[0]) == zj) | (coin & (jnp.arange(state.u.shape[0]) != zi)))
+    split = state._replace(u=jnp.where(to_new, c_free.astype(state.u.dtype), state.u))
+    do_merge = ci != cj
+    do_split = (ci == cj) & (zi != zj)  # i and j in one component: no split separates them
+    proposal = jax.tree.map(lambda a, b: jnp.where(do_merge, a, b), merged, split)
+    log_q = jnp.where(do_merge, -(m_merged - 2), m - 2).astype(data.X.dtype) * jnp.log(2.0)
+    before = N.log_joint(state, data, prior, alpha, gamma, C)
+    after = N.log_joint(proposal, data, prior, alpha, gamma, C)
+    log_ratio = after - before + log_q
+    ok = (do_merge | (do_split & any_c)) & (jnp.log(jax.random.uniform(k_accept)) < log_ratio)
+    state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), proposal, state)
+    counts = (accepted + ok.astype(jnp.int32), proposed + (do_merge | do_split).astype(jnp.int32))
+    return state, key, *counts, overflow | (do_split & ~any_c)
+
+
+def class_split_merge(
+    key,
+    state: N.NestedState,
+    data: N.NestedData,
+    prior: N.NestedPrior,
+    alpha,
+    gamma,
+    C: int,
+    n_proposals: int = 8,
+):
+    """Metropolis-Hastings split-merge of classes (Jain and Neal 2004, components as the units): two random items;
+    in two classes, propose uniting them (every component keeps its items); in one class but two components,
+    propose cutting the class in two, each other component going to either side with probability 1/2. Must-linked
+    components follow through the hard answers (a cut between them has probability 0). Returns ``(state, info)``
+    with the merges and splits proposed and accepted counted together as merges."""
+    state, _, acc, prop, overflow = jax.lax.fori_loop(
+        0,
+        n_proposals,
+        lambda s, c: _split_merge_step(s, c, data, prior, alpha, gamma, C),
+        (state, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), jnp.zeros((), bool)),
+    )
+    return state, no_moves()._replace(proposed_merges=prop, accepted_merges=acc, overflow=overflow)
+
+
+def _component_split_merge_step(_, carry, data: N.NestedData, prior: N.NestedPrior, alpha, gamma, C: int):
+    """One sequentially allocated split-merge proposal of components inside a class (Dahl 2003)."""
+    state, key, accepted, proposed, overflow = carry
+    key, k_pair, k_order, k_alloc, k_accept = jax.random.split(key, 5)
+    X = data.X
+    n = X.shape[0]
+    i, j = jax.random.choice(k_pair, n, (2,), replace=False)
+    zi, zj = state.z[i], state.z[j]
+    cls = N.class_labels(state)
+    same_class = cls[i] == cls[j]
+    do_split = same_class & (zi == zj)
+    do_merge = same_class & (zi != zj)
+    c = cls[i]
+    K = state.count.shape[0]
+    k_free, any_k = N.first_free(state.count > 0)
+    k_b = jnp.where(do_split, k_free.astype(jnp.int32), zj)  # side B's slot: a free one, or j's component
+    members = (state.z == zi) | (state.z == zj)
+    order = jax.random.permutation(k_order, n)
+    d = X.shape[1]
+    zero = (jnp.zeros((), state.count.dtype), jnp.zeros(d, X.dtype), jnp.zeros(d, X.dtype))
+    side_a = N.welford_add(*zero, X[i])
+    side_b = N.welford_add(*zero, X[j])
+
+    def allocate(t, acc):
+        a, b, log_q, z_new, key = acc
+        item = order[t]
+        x = X[item]
+        move = members[item] & (item != i) & (item != j)
+        key, sub = jax.random.split(key)
+        plus_a, plus_b = N.welford_add(*a, x), N.welford_add(*b, x)
+        lm = N.component_log_marginal
+        la = lm(*plus_a, prior) - lm(*a, prior) + jnp.log(a[0].astype(X.dtype))
+        lb = lm(*plus_b, prior) - lm(*b, prior) + jnp.log(b[0].astype(X.dtype))
+        p_a = jax.nn.sigmoid(la - lb)
+        # split: draw the side; merge: the side the item is on now (the reverse split's probability)
+        to_a = jnp.where(do_split, jax.random.uniform(sub) < p_a, state.z[item] == zi)
+        log_q = log_q + jnp.where(move, jnp.where(to_a, jnp.log(p_a), jnp.log1p(-p_a)), 0.0)
+        a = jax.tree.map(lambda new, old: jnp.where(move & to_a, new, old), plus_a, a)
+        b = jax.tree.map(lambda new, old: jnp.where(move & ~to_a, new, old), plus_b, b)
+        z_new = z_new.at[item].set(jnp.where(move, jnp.where(to_a, zi, k_b), z_new[item]))
+        return a, b, log_q, z_new, key
+
+    z_split = state.z.at[j].set(jnp.where(do_split, k_b, state.z[j]))
+    side_a, side_b, log_q_split, z_split, _ = jax.lax.fori_loop(
+        0, n, allocate, (side_a, side_b, jnp.zeros((), X.dtype), z_split, k_alloc)
+    )
+    split = N.init_from(z_split, state.u.at[k_b].set(c), data, K)
+    merged = N.init_from(jnp.where(state.z == zj, zi, state.z), state.u.at[zj].set(-1), data, K)
+    proposal = jax.tree.map(lambda a, b: jnp.where(do_split, a, b), split, merged)
+    # split: q(merge back) / q(split) = 1 / prod(allocation); merge: q(split back) / 1
+    log_q = jnp.where(do_split, -log_q_split, log_q_split)
+    log_ratio = N.log_joint(proposal, data, prior, alpha, gamma, C) - N.log_joint(
+        state, data, prior, alpha, gamma, C
+    )
+    ok = (do_merge | (do_split & any_k)) & (jnp.log(jax.random.uniform(k_accept)) < log_ratio + log_q)
+    state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), proposal, state)
+    counts = (accepted + ok.astype(jnp.int32), proposed + (do_merge | do_split).astype(jnp.int32))
+    return state, key, *counts, overflow | (do_split & ~any_k)
+
+
+def component_split_merge(
+    key,
+    state: N.NestedState,
+    data: N.NestedData,
+    prior: N.NestedPrior,
+    alpha,
+    gamma,
+    C: int,
+    n_proposals: int = 8,
+):
+    """Metropolis-Hastings split-merge of components inside a class, by sequential allocation (Dahl 2003): two
+    random items of one class; in one component, propose cutting it in two, each other item going to the side
+    it fits given the items placed so far; in two components, propose uniting them. Lets a component that spans
+    two shapes split (and two halves of one shape merge) in one step. Returns ``(state, info)``, the proposals
+    counted as splits."""
+    state, _, acc, prop, overflow = jax.lax.fori_loop(
+        0,
+        n_proposals,
+        lambda s, c: _component_split_merge_step(s, c, data, prior, alpha, gamma, C),
+        (state, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), jnp.zeros((), bool)),
+    )
+    return state, no_moves()._replace(proposed_splits=prop, accepted_splits=acc, overflow=overflow)
+
+
+# --- whole groups ----------------------------------------------------------------------------------------------------
+def _allocate(
+    key, state: N.NestedState, members, target, forced, data: N.NestedData, prior: N.NestedPrior, alpha
+):
+    """``members`` (S,) (-1 skipped) placed one by one into the components of class slot ``target``: an occupied
+    one (weight: its size times the item's predictive) or a new one (``alpha`` times the prior predictive). With
+    ``forced`` (S,) component slots, those choices are taken (a slot empty at that moment is a new component, in
+    that slot). Returns ``(state, log probability of the choices, whether a new component found no slot)``."""
+    lm = N.component_log_marginal
+    K = state.count.shape[0]
+
+    def place(t, carry):
+        st, log_q, short = carry
+        m = members[t]
+        valid = m >= 0
+        x = data.X[jnp.maximum(m, 0)]
+        here = (st.count > 0) & (st.u == target)
+        plus = N.welford_add(st.count, st.mean, st.scatter, x[None, :])
+        join = lm(*plus, prior) - lm(st.count, st.mean, st.scatter, prior) + jnp.log(st.count.astype(x.dtype))
+        k_free, any_k = N.first_free(st.count > 0)
+        new = jnp.log(alpha) + lm(jnp.ones((), st.count.dtype), x, jnp.zeros_like(x), prior)
+        logits = jnp.concatenate([jnp.where(here, join, -jnp.inf), jnp.where(any_k, new, -jnp.inf)[None]])
+        if forced is None:
+            choice = jax.random.categorical(jax.random.fold_in(key, t), logits)
+            slot = jnp.where(choice < K, choice, k_free)
+        else:
+            slot = forced[t]
+            choice = jnp.where(st.count[slot] > 0, slot, K)
+        n1, m1, s1 = N.welford_add(st.count[slot], st.mean[slot], st.scatter[slot], x)
+        moved = N.NestedState(
+            st.z.at[jnp.maximum(m, 0)].set(slot.astype(st.z.dtype)),
+            st.u.at[slot].set(jnp.asarray(target, st.u.dtype)),
+            st.count.at[slot].set(n1),
+            st.mean.at[slot].set(m1),
+            st.scatter.at[slot].set(s1),
+        )
+        st = jax.tree.map(lambda a, b: jnp.where(valid, a, b), moved, st)
+        log_q = log_q + jnp.where(valid, jax.nn.log_softmax(logits)[choice], 0.0)
+        return st, log_q, short | (valid & (choice == K) & ~any_k)
+
+    zero = jnp.zeros((), data.X.dtype)
+    # the members are packed first: a loop over them alone, not over the table's width
+    size = jnp.sum(members >= 0)
+    return jax.lax.fori_loop(0, size, place, (state, zero, jnp.zeros((), bool)))
+
+
+def _without(state: N.NestedState, members, data: N.NestedData) -> N.NestedState:
+    """``state`` with the items ``members`` (S,) (-1 skipped) taken out of their components (their ``z`` kept)."""
+
+    def remove(t, st):
+        m = jnp.maximum(members[t], 0)
+        k = st.z[m]
+        n1, m1, s1 = N.welford_remove(st.count[k], st.mean[k], st.scatter[k], data.X[m])
+        out = st._replace(
+            count=st.count.at[k].set(n1), mean=st.mean.at[k].set(m1), scatter=st.scatter.at[k].set(s1)
+        )
+        return jax.tree.map(lambda a, b: jnp.where(members[t] >= 0, a, b), out, st)
+
+    st = jax.lax.fori_loop(0, jnp.sum(members >= 0), remove, state)
+    return st._replace(u=jnp.where(st.count > 0, st.u, -1))
+
+
+def _group_step(_, carry, data: N.NestedData, prior: N.NestedPrior, alpha, gamma, C: int):
+    """One Metropolis-Hastings move of a whole must-linked group to another class (or a new one, or its own,
+    re-placed), its items re-placed among that class's components by sequential allocation."""
+    state, key, accepted, proposed, overflow = carry
+    key, k_g, k_c, k_a, k_u = jax.random.split(key, 5)
+    n = data.X.shape[0]
+    members = data.groups[jax.random.randint(k_g, (), 0, data.groups.shape[0])]
+    active = members[0] >= 0
+    z_old = state.z[jnp.maximum(members, 0)]
+    c0 = state.u[z_old[0]]
+    base = _without(state, members, data)
+    n_class, _ = N.class_counts(base, C)
+    inside = jnp.zeros(n, bool).at[jnp.where(members >= 0, members, n)].set(True, mode="drop")
+    cls = jnp.where(inside, -1, N.class_labels(base))
+    _, cannot_in, soft_in, _ = N.partner_classes(data, cls, inside, C)
+    c_free, any_c = N.first_free(n_class > 0)
+    # which class: one in proportion to its items (and the soft answers), or a new one weighing one item
+    logits = jnp.concatenate(
+        [
+            jnp.where(
+                (cannot_in == 0) & (n_class > 0), jnp.log(n_class.astype(data.X.dtype)) + soft_in, -jnp.inf
+            ),
+            jnp.where(any_c, 0.0, -jnp.inf)[None],
+        ]
+    )
+    log_pc = jax.nn.log_softmax(logits)
+    pick = jax.random.categorical(k_c, logits)
+    back = jnp.where(n_class[c0] > 0, c0, C)  # where the reverse move picks the group's class
+    proposal, log_fwd, short = _allocate(
+        k_a, base, members, jnp.where(pick < C, pick, c_free), None, data, prior, alpha
+    )
+    _, log_rev, _ = _allocate(k_a, base, members, c0, z_old, data, prior, alpha)
+    log_ratio = (
+        N.log_joint(proposal, data, prior, alpha, gamma, C)
+        - N.log_joint(state, data, prior, alpha, gamma, C)
+        + log_pc[back]
+        + log_rev
+        - log_pc[pick]
+        - log_fwd
+    )
+    ok = active & ~short & (jnp.log(jax.random.uniform(k_u)) < log_ratio)
+    state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), proposal, state)
+    counts = (accepted + ok.astype(jnp.int32), proposed + active.astype(jnp.int32))
+    return state, key, *counts, overflow | (active & short)
+
+
+def group_sweep(
+    key,
+    state: N.NestedState,
+    data: N.NestedData,
+    prior: N.NestedPrior,
+    alpha,
+    gamma,
+    C: int,
+    n_proposals: int = 8,
+):
+    """Metropolis-Hastings moves of whole must-linked groups (``data.groups``), ``n_proposals`` random groups:
+    the group leaves its components, a class is drawn for it (an allowed one in proportion to its items times
+    the soft answers' odds, or a new class) and its items are placed one by one among that class's components.
+    Item moves cannot carry a group across classes (each of its items is held by the others), so without this
+    move the classes of answered items mix only through whole-class merges. Returns ``(state, info)`` with the
+    moves counted as merges."""
+    state, _, acc, prop, overflow = jax.lax.fori_loop(
+        0,
+        n_proposals,
+        lambda s, c: _group_step(s, c, data, prior, alpha, gamma, C),
+        (state, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), jnp.zeros((), bool)),
+    )
+    return state, no_moves()._replace(proposed_merges=prop, accepted_merges=acc, overflow=overflow)
