@@ -95,8 +95,10 @@ class NestedPrior(NamedTuple):
 class NestedData(NamedTuple):
     """Per-fit constants: ``X`` (n, D); the answers as pairs ``i``, ``j`` (P,) with ``must`` (P,) bool, ``hard``
     (P,) bool and ``weight`` (P,), the log odds a soft answer adds where it agrees with the classes
-    (``ln((1 - eps) / eps)``; unused for hard answers); ``groups`` (G, S) the items of each group of two or
-    more that hard must-links hold together, padded with -1 (rows of -1 only pad the table)."""
+    (``ln((1 - eps) / eps)``; unused for hard answers); the groups of two or more items that hard must-links hold
+    together: ``group_items`` (n,) their items, group after group (then -1), ``group_start`` (n + 1,) where each
+    group begins (``group_start[g + 1]`` where it ends) and ``n_groups`` () how many there are. The shapes
+    depend on ``n`` alone, so fits with other answers share a compiled program."""
 
     X: jax.Array
     i: jax.Array
@@ -104,7 +106,9 @@ class NestedData(NamedTuple):
     must: jax.Array
     hard: jax.Array
     weight: jax.Array
-    groups: jax.Array
+    group_items: jax.Array
+    group_start: jax.Array
+    n_groups: jax.Array
 
 
 class NestedState(NamedTuple):
@@ -173,32 +177,33 @@ def prepare(X, answers=(), dtype=jnp.float32) -> NestedData:
         jnp.asarray(must),
         jnp.asarray(hard),
         jnp.asarray(weight, dtype),
-        jnp.asarray(_group_table(cons.group_of)),
+        *(jnp.asarray(a) for a in _group_layout(cons.group_of)),
     )
 
 
-def _group_table(group_of: np.ndarray) -> np.ndarray:
-    """The items (G, S) of each group of two or more, -1 padded; one row of -1 when there is none."""
-    sizes = np.bincount(group_of)
+def _group_layout(group_of: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(group_items, group_start, n_groups)`` of :class:`NestedData` from each item's group (n,)."""
+    n = len(group_of)
+    sizes = np.bincount(group_of, minlength=1)
     big = np.flatnonzero(sizes > 1)
-    table = np.full((max(len(big), 1), max(int(sizes.max(initial=0)), 1)), -1, np.int32)
-    for row, g in enumerate(big):
-        members = np.flatnonzero(group_of == g)
-        table[row, : len(members)] = members
-    return table
+    items = np.full(n, -1, np.int32)
+    start = np.zeros(n + 1, np.int32)
+    at = 0
+    for g, members in enumerate(np.flatnonzero(group_of == b) for b in big):
+        start[g] = at
+        items[at : at + len(members)] = members
+        at += len(members)
+    start[len(big) :] = at
+    return items, start, np.int32(len(big))
 
 
-def pad_answers(data: NestedData, rows: int, groups: tuple[int, int] | None = None) -> NestedData:
+def pad_answers(data: NestedData, rows: int) -> NestedData:
     """``data`` with its answers padded to ``rows`` by inert ones (item 0 hard must-linked to itself: it holds in
-    every labelling, crosses no set of items and adds nothing to the joint), and its group table to ``groups``
-    (G, S) by -1, so that fits with different numbers of answers can share one compiled program."""
+    every labelling, crosses no set of items and adds nothing to the joint), so that fits with different numbers
+    of answers can share one compiled program."""
     extra = rows - data.i.shape[0]
-    G, S = data.groups.shape if groups is None else groups
-    if extra < 0 or G < data.groups.shape[0] or S < data.groups.shape[1]:
-        raise InvalidInputError(
-            f"pad_answers: {data.i.shape[0]} answers in groups {data.groups.shape} do not fit in rows={rows}, "
-            f"groups={(G, S)}"
-        )
+    if extra < 0:
+        raise InvalidInputError(f"pad_answers: {data.i.shape[0]} answers do not fit in rows={rows}")
 
     def grow(a, fill):
         return jnp.concatenate([a, jnp.full((extra,), fill, a.dtype)])
@@ -209,9 +214,6 @@ def pad_answers(data: NestedData, rows: int, groups: tuple[int, int] | None = No
         must=grow(data.must, True),
         hard=grow(data.hard, True),
         weight=grow(data.weight, 0.0),
-        groups=jnp.pad(
-            data.groups, ((0, G - data.groups.shape[0]), (0, S - data.groups.shape[1])), constant_values=-1
-        ),
     )
 
 

@@ -50,15 +50,10 @@ def _slots(occupied: int, n: int) -> int:
     return min(n, 1 << (want - 1).bit_length())
 
 
-def _power_of_two(size: int, least: int) -> int:
-    """The power of two at or above ``size`` and ``least``: a padded size, so that refits after a few more
-    answers share a compiled program."""
-    return 1 << (max(size, least) - 1).bit_length()
-
-
 def _answer_rows(n_answers: int) -> int:
-    """Rows the answers are padded to: a power of two of at least 16."""
-    return _power_of_two(n_answers, 16)
+    """Rows the answers are padded to: a power of two of at least 16, so refits after a few more answers share
+    a compiled program."""
+    return 1 << (max(n_answers, 16) - 1).bit_length()
 
 
 def _temper(sweep: int, n_burnin: int, start: float | None) -> float:
@@ -165,9 +160,9 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     sweeps, then the chains' largest number of components plus a quarter, rounded up to a power of two (at least
     16); a warm start begins there. ``K`` doubles when the chains use more than three quarters of it, and when a
     chain runs short the block of sweeps that ran short is redone with twice the slots and the same keys, so no
-    kept sample comes from a truncated sampler. The answers are padded to a power of two of rows, and the table
-    of must-linked groups to powers of two of groups and of items, so the fits of a session share a few compiled
-    programs. A sweep costs ``O(n K D)``.
+    kept sample comes from a truncated sampler. The answers are padded to a power of two of rows (the must-linked
+    groups are laid out in arrays of ``n``), so the fits of a session share a few compiled programs. A sweep
+    costs ``O(n K D)``.
 
     Parameters
     ----------
@@ -255,12 +250,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
             jnp.float32(p["shape"]),
             jnp.full(D, p["scale"] * (p["shape"] - 1.0), jnp.float32),
         )
-        data = N.prepare(Xs, cons)
-        data = N.pad_answers(
-            data,
-            _answer_rows(len(cons.pairs) + len(cons.answers)),
-            tuple(_power_of_two(s, 4) for s in data.groups.shape),
-        )
+        data = N.pad_answers(N.prepare(Xs, cons), _answer_rows(len(cons.pairs) + len(cons.answers)))
         init = None if init_labels is None else np.atleast_2d(np.asarray(init_labels))
         starts = np.stack(
             [_start(cons, None if init is None else init[c % len(init)]) for c in range(p["n_chains"])]

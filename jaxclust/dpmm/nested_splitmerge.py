@@ -157,64 +157,57 @@ def component_split_merge(
 
 
 # --- whole groups ----------------------------------------------------------------------------------------------------
-def _allocate(
-    key, state: N.NestedState, members, target, forced, data: N.NestedData, prior: N.NestedPrior, alpha
-):
-    """``members`` (S,) (-1 skipped) placed one by one into the components of class slot ``target``: an occupied
-    one (weight: its size times the item's predictive) or a new one (``alpha`` times the prior predictive). With
-    ``forced`` (S,) component slots, those choices are taken (a slot empty at that moment is a new component, in
-    that slot). Returns ``(state, log probability of the choices, whether a new component found no slot)``."""
+def _allocate(key, state: N.NestedState, lo, size, target, z_forced, data: N.NestedData, prior, alpha):
+    """The ``size`` items ``data.group_items[lo:lo + size]`` placed one by one into the components of class slot
+    ``target``: an occupied one (weight: its size times the item's predictive) or a new one (``alpha`` times the
+    prior predictive). With ``z_forced`` (n,), each item goes to its slot there (a slot empty at that moment is a
+    new component, in that slot). Returns ``(state, log probability of the choices, whether a new component found
+    no slot)``."""
     lm = N.component_log_marginal
     K = state.count.shape[0]
 
     def place(t, carry):
         st, log_q, short = carry
-        m = members[t]
-        valid = m >= 0
-        x = data.X[jnp.maximum(m, 0)]
+        m = data.group_items[lo + t]
+        x = data.X[m]
         here = (st.count > 0) & (st.u == target)
         plus = N.welford_add(st.count, st.mean, st.scatter, x[None, :])
         join = lm(*plus, prior) - lm(st.count, st.mean, st.scatter, prior) + jnp.log(st.count.astype(x.dtype))
         k_free, any_k = N.first_free(st.count > 0)
         new = jnp.log(alpha) + lm(jnp.ones((), st.count.dtype), x, jnp.zeros_like(x), prior)
         logits = jnp.concatenate([jnp.where(here, join, -jnp.inf), jnp.where(any_k, new, -jnp.inf)[None]])
-        if forced is None:
+        if z_forced is None:
             choice = jax.random.categorical(jax.random.fold_in(key, t), logits)
             slot = jnp.where(choice < K, choice, k_free)
         else:
-            slot = forced[t]
+            slot = z_forced[m]
             choice = jnp.where(st.count[slot] > 0, slot, K)
         n1, m1, s1 = N.welford_add(st.count[slot], st.mean[slot], st.scatter[slot], x)
-        moved = N.NestedState(
-            st.z.at[jnp.maximum(m, 0)].set(slot.astype(st.z.dtype)),
+        st = N.NestedState(
+            st.z.at[m].set(slot.astype(st.z.dtype)),
             st.u.at[slot].set(jnp.asarray(target, st.u.dtype)),
             st.count.at[slot].set(n1),
             st.mean.at[slot].set(m1),
             st.scatter.at[slot].set(s1),
         )
-        st = jax.tree.map(lambda a, b: jnp.where(valid, a, b), moved, st)
-        log_q = log_q + jnp.where(valid, jax.nn.log_softmax(logits)[choice], 0.0)
-        return st, log_q, short | (valid & (choice == K) & ~any_k)
+        return st, log_q + jax.nn.log_softmax(logits)[choice], short | ((choice == K) & ~any_k)
 
-    zero = jnp.zeros((), data.X.dtype)
-    # the members are packed first: a loop over them alone, not over the table's width
-    size = jnp.sum(members >= 0)
-    return jax.lax.fori_loop(0, size, place, (state, zero, jnp.zeros((), bool)))
+    return jax.lax.fori_loop(0, size, place, (state, jnp.zeros((), data.X.dtype), jnp.zeros((), bool)))
 
 
-def _without(state: N.NestedState, members, data: N.NestedData) -> N.NestedState:
-    """``state`` with the items ``members`` (S,) (-1 skipped) taken out of their components (their ``z`` kept)."""
+def _without(state: N.NestedState, lo, size, data: N.NestedData) -> N.NestedState:
+    """``state`` with the items ``data.group_items[lo:lo + size]`` taken out of their components (their ``z``
+    kept)."""
 
     def remove(t, st):
-        m = jnp.maximum(members[t], 0)
+        m = data.group_items[lo + t]
         k = st.z[m]
         n1, m1, s1 = N.welford_remove(st.count[k], st.mean[k], st.scatter[k], data.X[m])
-        out = st._replace(
+        return st._replace(
             count=st.count.at[k].set(n1), mean=st.mean.at[k].set(m1), scatter=st.scatter.at[k].set(s1)
         )
-        return jax.tree.map(lambda a, b: jnp.where(members[t] >= 0, a, b), out, st)
 
-    st = jax.lax.fori_loop(0, jnp.sum(members >= 0), remove, state)
+    st = jax.lax.fori_loop(0, size, remove, state)
     return st._replace(u=jnp.where(st.count > 0, st.u, -1))
 
 
@@ -224,32 +217,33 @@ def _group_step(_, carry, data: N.NestedData, prior: N.NestedPrior, alpha, gamma
     state, key, accepted, proposed, overflow = carry
     key, k_g, k_c, k_a, k_u = jax.random.split(key, 5)
     n = data.X.shape[0]
-    members = data.groups[jax.random.randint(k_g, (), 0, data.groups.shape[0])]
-    active = members[0] >= 0
-    z_old = state.z[jnp.maximum(members, 0)]
-    c0 = state.u[z_old[0]]
-    base = _without(state, members, data)
+    active = data.n_groups > 0
+    g = jax.random.randint(k_g, (), 0, jnp.maximum(data.n_groups, 1))
+    lo = data.group_start[g]
+    size = jnp.where(active, data.group_start[g + 1] - lo, 0)  # no group: the loops do nothing
+    c0 = state.u[state.z[jnp.maximum(data.group_items[lo], 0)]]
+    base = _without(state, lo, size, data)
     n_class, _ = N.class_counts(base, C)
-    inside = jnp.zeros(n, bool).at[jnp.where(members >= 0, members, n)].set(True, mode="drop")
+    at = jnp.arange(n)
+    members = jnp.where((at >= lo) & (at < lo + size), data.group_items, n)
+    inside = jnp.zeros(n, bool).at[members].set(True, mode="drop")
     cls = jnp.where(inside, -1, N.class_labels(base))
     _, cannot_in, soft_in, _ = N.partner_classes(data, cls, inside, C)
     c_free, any_c = N.first_free(n_class > 0)
     # which class: one in proportion to its items (and the soft answers), or a new one weighing one item
+    allowed = (cannot_in == 0) & (n_class > 0)
     logits = jnp.concatenate(
         [
-            jnp.where(
-                (cannot_in == 0) & (n_class > 0), jnp.log(n_class.astype(data.X.dtype)) + soft_in, -jnp.inf
-            ),
+            jnp.where(allowed, jnp.log(n_class.astype(data.X.dtype)) + soft_in, -jnp.inf),
             jnp.where(any_c, 0.0, -jnp.inf)[None],
         ]
     )
     log_pc = jax.nn.log_softmax(logits)
     pick = jax.random.categorical(k_c, logits)
     back = jnp.where(n_class[c0] > 0, c0, C)  # where the reverse move picks the group's class
-    proposal, log_fwd, short = _allocate(
-        k_a, base, members, jnp.where(pick < C, pick, c_free), None, data, prior, alpha
-    )
-    _, log_rev, _ = _allocate(k_a, base, members, c0, z_old, data, prior, alpha)
+    target = jnp.where(pick < C, pick, c_free)
+    proposal, log_fwd, short = _allocate(k_a, base, lo, size, target, None, data, prior, alpha)
+    _, log_rev, _ = _allocate(k_a, base, lo, size, c0, state.z, data, prior, alpha)
     log_ratio = (
         N.log_joint(proposal, data, prior, alpha, gamma, C)
         - N.log_joint(state, data, prior, alpha, gamma, C)
@@ -274,7 +268,7 @@ def group_sweep(
     C: int,
     n_proposals: int = 8,
 ):
-    """Metropolis-Hastings moves of whole must-linked groups (``data.groups``), ``n_proposals`` random groups:
+    """Metropolis-Hastings moves of whole must-linked groups (``data.group_items``), ``n_proposals`` random groups:
     the group leaves its components, a class is drawn for it (an allowed one in proportion to its items times
     the soft answers' odds, or a new class) and its items are placed one by one among that class's components.
     Item moves cannot carry a group across classes (each of its items is held by the others), so without this

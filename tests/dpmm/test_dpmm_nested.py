@@ -425,14 +425,21 @@ def test_slots_are_powers_of_two_with_a_quarter_to_spare_and_at_most_one_per_ite
     assert [nested_model._answer_rows(p) for p in (0, 16, 17, 100)] == [16, 16, 32, 128]
 
 
+def test_must_linked_groups_are_laid_out_in_arrays_of_n_items():
+    data = N.prepare(np.zeros((6, 1)), [(0, 2, "must"), (4, 1, "must"), (3, 5, "cannot")])
+    assert np.asarray(data.group_items).tolist() == [0, 2, 1, 4, -1, -1]
+    assert np.asarray(data.group_start).tolist() == [0, 2, 4, 4, 4, 4, 4]
+    assert int(data.n_groups) == 2
+
+
 def test_padded_answers_change_no_conditional_and_no_joint():
     """The inert rows that pad the answers (so refits share a compiled program) leave every full conditional
     and the log joint as they were."""
     rng = np.random.default_rng(5)
     x = rng.normal(size=(7, 2))
     data = N.prepare(x, [(0, 1, "must"), (2, 3, "cannot"), (4, 5, "must", 0.2), (0, 6, "cannot", 0.1)])
-    padded = N.pad_answers(data, 16, (4, 8))
-    assert padded.i.shape == (16,) and padded.groups.shape == (4, 8)
+    padded = N.pad_answers(data, 16)
+    assert padded.i.shape == (16,)
     prior = PRIOR._replace(mean=jnp.zeros(2), rate=jnp.full(2, 0.6))
     st = N.init(np.array([0, 0, 1, 2, 3, 3, 4]), np.array([0, 0, 1, 1, 2, -1, -1]), data, 7)
     for d in (data, padded):
@@ -451,10 +458,8 @@ def test_padded_answers_change_no_conditional_and_no_joint():
             N.component_conditional(k, st, data, prior, ALPHA, GAMMA, 7)[0],
             rtol=1e-6,
         )
-    # a row of padding is no group: the group move leaves the state as it is
-    st2, info = MH.group_sweep(
-        jax.random.key(0), st, padded._replace(groups=-jnp.ones((4, 8), jnp.int32)), prior, ALPHA, GAMMA, 7, 8
-    )
+    # with no group the group move leaves the state as it is
+    st2, info = MH.group_sweep(jax.random.key(0), st, N.prepare(x), prior, ALPHA, GAMMA, 7, 8)
     assert int(info.proposed_merges) == 0
     assert all(np.array_equal(a, b) for a, b in zip(st2, st, strict=True))
     with pytest.raises(InvalidInputError, match="rows=2"):
