@@ -29,10 +29,10 @@ Moves (each ``(key, state, data) -> (state, info)``, exact, vectorized over chai
 * :func:`item_sweep`: each item in turn draws its (class, component): any component of an allowed class, a new
   component in an allowed class, or a new class (Neal 2000, Algorithm 3, at both levels);
 * :func:`component_sweep`: each component in turn draws its class, its items moving together;
-* :func:`class_split_merge`: Metropolis-Hastings merges and splits of whole classes (their components kept);
-* :func:`component_split_merge`: Metropolis-Hastings splits and merges of components inside a class;
-* :func:`group_sweep`: Metropolis-Hastings moves of a whole must-linked group to another class, its items placed
-  among that class's components (no item move can carry such a group across classes).
+* in :mod:`jaxclust.dpmm.nested_splitmerge`, three Metropolis-Hastings moves: merges and splits of whole
+  classes (their components kept), splits and merges of components inside a class, and moves of a whole
+  must-linked group to another class, its items placed among that class's components (no item move can carry such
+  a group across classes).
 
 Slots: ``K`` component slots and ``C`` class slots per chain; a move that needs a new one when all are taken leaves
 that option out and reports ``overflow``.
