@@ -10,10 +10,9 @@ The model (diagonal Gaussian, every dimension ``d`` independent):
   λ_kd))``; each of its items is ``x_id ~ N(μ_kd, 1/λ_kd)``.
 
 Nothing but the answers ties components into classes: the data say which items share a Gaussian shape, the
-answers which shapes share a class. (A class level with a likelihood of its own, components sharing their class's
-precision and scattering around its mean as in the infinite mixture of infinite Gaussian mixtures of Yerebakan,
-Rajwa and Dundar (NIPS 2014), merges nearby shapes into too few classes on most of our sets: measured in the
-project's experiments, "Answers that compose".) Every parameter integrates out in closed form
+answers which shapes share a class. Unlike the infinite mixture of infinite Gaussian mixtures of Yerebakan, Rajwa
+and Dundar (NIPS 2014), whose classes share a precision and a mean, the classes here have no likelihood of their
+own, so closeness alone never joins two shapes. Every parameter integrates out in closed form
 (:func:`component_log_marginal`).
 
 A tempered likelihood (``NestedPrior.temper`` τ < 1, each item's Gaussian raised to τ) flattens the posterior over

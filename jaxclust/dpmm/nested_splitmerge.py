@@ -15,6 +15,18 @@ from jaxclust.dpmm.state import no_moves
 __all__ = ["class_split_merge", "component_split_merge", "group_sweep"]
 
 
+def _propose(step, n_proposals: int, key, state, data, prior, alpha, gamma, C: int):
+    """``n_proposals`` Metropolis-Hastings proposals of ``step``: ``(state, accepted, proposed, overflow)``."""
+    zero = jnp.zeros((), jnp.int32)
+    state, _, acc, prop, overflow = jax.lax.fori_loop(
+        0,
+        n_proposals,
+        lambda s, c: step(s, c, data, prior, alpha, gamma, C),
+        (state, key, zero, zero, jnp.zeros((), bool)),
+    )
+    return state, acc, prop, overflow
+
+
 def _split_merge_step(_, carry, data: N.NestedData, prior: N.NestedPrior, alpha, gamma, C: int):
     state, key, accepted, proposed, overflow = carry
     key, k_pair, k_sides, k_accept = jax.random.split(key, 4)
@@ -63,11 +75,8 @@ def class_split_merge(
     propose cutting the class in two, each other component going to either side with probability 1/2. Must-linked
     components follow through the hard answers (a cut between them has probability 0). Returns ``(state, info)``
     with the merges and splits proposed and accepted counted together as merges."""
-    state, _, acc, prop, overflow = jax.lax.fori_loop(
-        0,
-        n_proposals,
-        lambda s, c: _split_merge_step(s, c, data, prior, alpha, gamma, C),
-        (state, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), jnp.zeros((), bool)),
+    state, acc, prop, overflow = _propose(
+        _split_merge_step, n_proposals, key, state, data, prior, alpha, gamma, C
     )
     return state, no_moves()._replace(proposed_merges=prop, accepted_merges=acc, overflow=overflow)
 
@@ -147,11 +156,8 @@ def component_split_merge(
     it fits given the items placed so far; in two components, propose uniting them. Lets a component that spans
     two shapes split (and two halves of one shape merge) in one step. Returns ``(state, info)``, the proposals
     counted as splits."""
-    state, _, acc, prop, overflow = jax.lax.fori_loop(
-        0,
-        n_proposals,
-        lambda s, c: _component_split_merge_step(s, c, data, prior, alpha, gamma, C),
-        (state, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), jnp.zeros((), bool)),
+    state, acc, prop, overflow = _propose(
+        _component_split_merge_step, n_proposals, key, state, data, prior, alpha, gamma, C
     )
     return state, no_moves()._replace(proposed_splits=prop, accepted_splits=acc, overflow=overflow)
 
@@ -274,10 +280,5 @@ def group_sweep(
     Item moves cannot carry a group across classes (each of its items is held by the others), so without this
     move the classes of answered items mix only through whole-class merges. Returns ``(state, info)`` with the
     moves counted as merges."""
-    state, _, acc, prop, overflow = jax.lax.fori_loop(
-        0,
-        n_proposals,
-        lambda s, c: _group_step(s, c, data, prior, alpha, gamma, C),
-        (state, key, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), jnp.zeros((), bool)),
-    )
+    state, acc, prop, overflow = _propose(_group_step, n_proposals, key, state, data, prior, alpha, gamma, C)
     return state, no_moves()._replace(proposed_merges=prop, accepted_merges=acc, overflow=overflow)
