@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
+import jax
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,3 +44,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "data_dir" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.data)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drops JAX's compiled programs after each test file.
+
+    An XLA:CPU program keeps hundreds of memory mappings (about 1,200 for one DPMM fit's three programs), and the
+    kernel refuses a process more than vm.max_map_count (65,530 by default): a worker that keeps every file's
+    programs dies in LLVM ("Unable to allocate section memory", or a segmentation fault) late in the run. The
+    programs a file shares are compiled once, as --dist loadfile keeps each file in one worker.
+    """
+    yield
+    jax.clear_caches()
+    gc.collect()
