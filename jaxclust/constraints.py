@@ -27,232 +27,26 @@ Example
 from __future__ import annotations
 
 import json
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import numpy as np
 
-from jaxclust.errors import ConstraintConflictError, ConstraintError, InvalidInputError
-from jaxclust.shapes import next_pow2
+from jaxclust.answers import KINDS, as_kind, check_error_rate, lift_answers
+from jaxclust.errors import ConstraintError, InvalidInputError
+from jaxclust.must_link_closure import close
+from jaxclust.pairs import Pair, as_index, as_pair, index_array, pair_list, read_dict, show
+from jaxclust.partner_tables import (
+    PartnerRows,
+    check_rows,
+    colouring,
+    padded_lists,
+    spilled_lists,
+    table_capacity,
+)
 from jaxclust.validation import check_labels
 
-__all__ = ["Constraints", "as_constraints", "Answer"]
-
-Pair = tuple[int, int]
-_KINDS = {True: "must", False: "cannot"}
-
-
-def _index_array(values: Any, name: str) -> np.ndarray:
-    """Item indices as int64; a non-integer value (1.9, NaN, a bool, a string) raises ``ConstraintError`` naming
-    it instead of being truncated."""
-    arr = np.asarray(values)
-    if arr.size and (arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer)):
-        bad = arr.ravel()[0]
-        raise ConstraintError(
-            f"{name}: index {bad.item() if isinstance(bad, np.generic) else bad!r} is not an integer"
-        )
-    return arr.astype(np.int64)
-
-
-def _as_index(value: Any, n: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise ConstraintError(f"{what}: index {value!r} is not an integer")
-    v = int(value)
-    if not 0 <= v < n:
-        raise ConstraintError(f"{what}: index {v} is out of range for {n} items (valid: 0..{n - 1})")
-    return v
-
-
-def _as_pair(pair: Any, n: int, kind: str) -> Pair:
-    try:
-        i, j = pair
-    except (TypeError, ValueError) as exc:
-        raise ConstraintError(f"{kind}-link {pair!r}: expected a pair (i, j)") from exc
-    what = f"{kind}-link ({i!r}, {j!r})"
-    return _as_index(i, n, what), _as_index(j, n, what)
-
-
-def _show(item: Any) -> str:
-    """A constraint entry as the user wrote it, with NumPy scalars shown as numbers."""
-    if isinstance(item, tuple | list):
-        return "(" + ", ".join(repr(v.item()) if isinstance(v, np.generic) else repr(v) for v in item) + ")"
-    return repr(item)
-
-
-def _pair_list(pairs: Any, name: str) -> list:
-    """``pairs`` as a list, or ConstraintError naming ``name`` when it is not a collection of pairs."""
-    if isinstance(pairs, str | bytes | Mapping) or not isinstance(pairs, Iterable):
-        raise ConstraintError(f"{name}: expected a list of pairs (i, j), got {type(pairs).__name__}")
-    return list(pairs)
-
-
-def _entry(item: Any, name: str) -> tuple:
-    """A serialised ``[i, j, kind]`` entry as a tuple, or ConstraintError naming it."""
-    if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 3:
-        raise ConstraintError(f"{name}: entry {item!r} is not [i, j, 'must' | 'cannot']")
-    return tuple(item)
-
-
-def as_kind(kind: Any, what: str) -> bool:
-    """An answer's kind as ``must`` (True) or not: exactly ``True``/``"must"`` or ``False``/``"cannot"``.
-
-    ``None`` (an oracle's "don't know") and every other value raise ``ConstraintError`` naming ``what``.
-    """
-    if isinstance(kind, bool | np.bool_):
-        return bool(kind)
-    if isinstance(kind, str) and kind in ("must", "cannot"):
-        return kind == "must"
-    if kind is None:
-        raise ConstraintError(
-            f'{what}: kind None means "don\'t know", which is not a constraint (leave the pair out); '
-            "expected True / 'must' or False / 'cannot'"
-        )
-    raise ConstraintError(f"{what}: kind must be 'must' or 'cannot' (or True / False), got {kind!r}")
-
-
-class Answer(NamedTuple):
-    """A reply that says who gave it: an oracle that passes questions on (a chat model first, a person where it
-    matters) returns one, and the session stores ``annotator`` with the answer instead of its own name."""
-
-    answer: str
-    annotator: str | None = None
-
-
-def check_reply(reply: Any, i: int, j: int, name: str = "oracle") -> str:
-    """``reply`` as ``"must"``, ``"cannot"`` or ``"unknown"`` (True, False and None are accepted for them, and an
-    :class:`Answer` for its ``answer``); ``InvalidInputError`` naming ``name`` and the pair otherwise."""
-    if isinstance(reply, Answer):
-        reply = reply.answer
-    if isinstance(reply, bool | np.bool_):  # as as_kind reads them
-        reply = "must" if reply else "cannot"
-    elif reply is None:
-        reply = "unknown"
-    if not isinstance(reply, str) or reply not in ("must", "cannot", "unknown"):
-        raise InvalidInputError(
-            f"{name}: answered {reply!r} for pair ({i}, {j}); expected 'must', 'cannot' or 'unknown'"
-        )
-    return reply
-
-
-def ask(oracle: Any, i: int, j: int) -> str | Answer:
-    """Call an oracle (an object with ``answer`` or a plain callable ``oracle(i, j)``) and check its reply (an
-    :class:`Answer` is returned as one, its ``answer`` checked)."""
-    fn = oracle.answer if hasattr(oracle, "answer") else oracle
-    reply = fn(i, j)
-    if isinstance(reply, Answer):
-        if reply.annotator is not None and (
-            not isinstance(reply.annotator, str) or not reply.annotator.strip()
-        ):
-            raise InvalidInputError(
-                f"oracle: answered pair ({i}, {j}) as annotator {reply.annotator!r}; expected a name or None"
-            )
-        return Answer(check_reply(reply, i, j), reply.annotator)
-    return check_reply(reply, i, j)
-
-
-def _error_rate(value: Any, name: str, allow_zero: bool = True) -> float:
-    """An answer's error rate as a float in [0, 1/2] ((0, 1/2] when ``allow_zero`` is False)."""
-    try:
-        eps = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ConstraintError(f"{name}: expected a number in [0, 0.5], got {value!r}") from exc
-    if not (np.isfinite(eps) and 0.0 <= eps <= 0.5) or (eps == 0.0 and not allow_zero):
-        low = "[0" if allow_zero else "(0"
-        raise ConstraintError(f"{name}: expected a probability in {low}, 0.5], got {value!r}")
-    return eps
-
-
-MIN_PARTNER_CAPACITY = (
-    8  # narrowest padded partner table: an unconstrained fit and early rounds share a shape
-)
-
-
-def partner_capacity(degree: int) -> int:
-    """Columns of a padded partner table for groups of at most ``degree`` partners: a power of two, at least
-    ``MIN_PARTNER_CAPACITY``. Jitted code over the table (the sampler's cannot-link masks, COP-KMeans, the pair
-    selection) then re-compiles only when the largest degree passes 8, 16, 32, ..., not with every answer."""
-    return max(MIN_PARTNER_CAPACITY, next_pow2(int(degree)))
-
-
-def _padded_lists(
-    edges: np.ndarray, weights: np.ndarray, rows: int, cap: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each group's partners (both ends of every edge (E, 2)) and the edge weights, in rows padded with -1 / 0:
-    ``(partners (rows, cap) int32, weights (rows, cap) float64)``, partners in increasing order (``cap`` at
-    least the largest degree)."""
-    table = _spilled_lists(edges, weights, rows, cap, spill_rows=0)
-    return table.partners, table.weights
-
-
-MIN_SPILL_ROWS = 32  # fewest spill rows of a partner table: a session's hubs rarely outgrow them
-
-
-class PartnerRows(NamedTuple):
-    """Each group's partners in a table of fixed width ``w``; a group with more than ``w`` partners (a *hub*)
-    keeps its first ``w`` in its own row and the rest in *spill rows*, ``w`` per row, so the table's shapes
-    change only when the spill rows (a power of two, at least ``MIN_SPILL_ROWS``) run out, not when one group's
-    degree doubles.
-
-    partners : (n_rows, w) int32, -1 padded, increasing
-    weights : (n_rows, w) float64 (``-inf`` a cannot-link, else a soft answer's net log-weight)
-    spill : (S, w) int32, -1 padded; a hub's spill rows are consecutive and follow its row's partners
-    spill_weights : (S, w) float64
-    spill_owner : (S,) int32, the group of each spill row (-1: unused)
-    spill_span : (n_rows, 2) int32, each group's first spill row and number of spill rows
-    """
-
-    partners: np.ndarray
-    weights: np.ndarray
-    spill: np.ndarray
-    spill_weights: np.ndarray
-    spill_owner: np.ndarray
-    spill_span: np.ndarray
-
-
-def spill_capacity(needed: int) -> int:
-    """Spill rows of a partner table that needs ``needed``: a power of two, at least ``MIN_SPILL_ROWS``."""
-    return max(MIN_SPILL_ROWS, next_pow2(int(needed)))
-
-
-def _spilled_lists(
-    edges: np.ndarray, weights: np.ndarray, rows: int, width: int, spill_rows: int | None = None
-) -> PartnerRows:
-    """:func:`_padded_lists` at a fixed ``width``, the partners beyond it in spill rows (:class:`PartnerRows`)."""
-    width = int(width)
-    if width < 1:
-        raise InvalidInputError(f"partner_capacity: expected at least 1 column, got {width}")
-    partners = np.full((rows, width), -1, dtype=np.int32)
-    out_w = np.zeros((rows, width), dtype=np.float64)
-    n_spill = np.zeros(rows, dtype=np.int64)
-    src = dst = ww = rank = np.zeros(0, np.int64)
-    if len(edges):
-        src = np.concatenate([edges[:, 0], edges[:, 1]])
-        dst = np.concatenate([edges[:, 1], edges[:, 0]])
-        ww = np.concatenate([weights, weights])
-        order = np.lexsort((dst, src))
-        src, dst, ww = src[order], dst[order], ww[order]
-        rank = np.arange(len(src)) - np.searchsorted(src, src, side="left")
-        deg = np.bincount(src, minlength=rows)
-        n_spill = -(-np.maximum(deg - width, 0) // width)
-    needed = int(n_spill.sum())
-    S = spill_capacity(needed) if spill_rows is None else int(spill_rows)
-    if S < needed:
-        raise InvalidInputError(f"spill_rows: {S} is fewer than the {needed} spill rows these partners need")
-    start = np.concatenate([[0], np.cumsum(n_spill)[:-1]]).astype(np.int64)
-    spill = np.full((S, width), -1, dtype=np.int32)
-    spill_w = np.zeros((S, width), dtype=np.float64)
-    owner = np.full(S, -1, dtype=np.int32)
-    owner[:needed] = np.repeat(np.arange(rows), n_spill)
-    main = rank < width
-    partners[src[main], rank[main]] = dst[main]
-    out_w[src[main], rank[main]] = ww[main]
-    extra = rank[~main] - width
-    at = start[src[~main]] + extra // width
-    spill[at, extra % width] = dst[~main]
-    spill_w[at, extra % width] = ww[~main]
-    span = np.stack([np.where(n_spill > 0, start, 0), n_spill], axis=1).astype(np.int32)
-    return PartnerRows(partners, out_w, spill, spill_w, owner, span)
+__all__ = ["Constraints", "as_constraints"]
 
 
 class Constraints:
@@ -307,9 +101,9 @@ class Constraints:
         on_conflict: Literal["raise", "drop"] = "raise",
         error_rate: float = 0.0,
     ):
-        log = [(p, True) for p in _pair_list(must_link, "must_link")]
-        log += [(p, False) for p in _pair_list(cannot_link, "cannot_link")]
-        eps = _error_rate(error_rate, "error_rate")
+        log = [(p, True) for p in pair_list(must_link, "must_link")]
+        log += [(p, False) for p in pair_list(cannot_link, "cannot_link")]
+        eps = check_error_rate(error_rate, "error_rate")
         if eps > 0:
             self._init(n, [], on_conflict, dropped=(), soft=[(p, must, eps) for p, must in log])
         else:
@@ -330,74 +124,9 @@ class Constraints:
             raise InvalidInputError(f"on_conflict: expected 'raise' or 'drop', got {on_conflict!r}")
         n = int(n)
         self._n, self._on_conflict = n, on_conflict
-        parent = np.arange(n)
-
-        def find(x: int) -> int:
-            root = x
-            while parent[root] != root:
-                root = parent[root]
-            while parent[x] != root:  # path compression
-                parent[x], x = root, parent[x]
-            return root
-
-        cl_adj: dict[int, dict[int, Pair]] = {}  # root -> {partner root: an item-level CL pair witnessing it}
-        ml_edges: list[Pair] = []
-        kept: list[tuple[Pair, bool]] = []
-        seen: set[tuple[int, int, bool]] = set()
-        dropped_now = list(dropped)
-        for pair, must in log:
-            i, j = _as_pair(pair, n, _KINDS[must])
-            if not must and i == j:
-                raise ConstraintError(f"cannot-link ({i}, {j}): an item cannot be cannot-linked to itself")
-            if i == j:  # always true: accepting it would hide a mistake in the caller's pairs
-                raise ConstraintError(f"must-link ({i}, {j}): a must-link needs two different items")
-            key = (min(i, j), max(i, j), must)
-            if key in seen:
-                continue
-            ri, rj = find(i), find(j)
-            conflict = None
-            if must and ri != rj and rj in cl_adj.get(ri, {}):
-                a, b = cl_adj[ri][rj]
-                conflict = ((a, b), ml_edges + [(i, j)])
-            elif not must and ri == rj:
-                conflict = ((i, j), ml_edges)
-            if conflict is not None:
-                (a, b), edges = conflict
-                if on_conflict == "drop":
-                    dropped_now.append(((i, j), _KINDS[must]))
-                    continue
-                adjacency: dict[int, list[tuple[int, None]]] = {}
-                for u, v in edges:
-                    adjacency.setdefault(u, []).append((v, None))
-                    adjacency.setdefault(v, []).append((u, None))
-                chain = [(x, y) for x, y, _ in shortest_path(adjacency, a, b)]  # each edge along the path
-                steps = " -> ".join(str(v) for v in [a] + [y for _, y in chain])
-                new = f"the new must-link ({i}, {j})" if must else f"the new cannot-link ({i}, {j})"
-                raise ConstraintConflictError(
-                    f"contradictory constraints: items {a} and {b} are cannot-linked but must-links join them "
-                    f"(chain {steps}); {new} makes the set infeasible",
-                    pair=(a, b),
-                    chain=chain,
-                )
-            seen.add(key)
-            kept.append(((i, j), must))
-            if must:
-                ml_edges.append((i, j))
-                if ri != rj:  # union; merge the cannot-link adjacency of the two roots
-                    parent[rj] = ri
-                    adj_j = cl_adj.pop(rj, {})
-                    adj_i = cl_adj.setdefault(ri, {})
-                    for partner, witness in adj_j.items():
-                        adj_i.setdefault(partner, witness)
-                        back = cl_adj[partner]
-                        back.setdefault(ri, back.pop(rj))
-            else:
-                cl_adj.setdefault(ri, {}).setdefault(rj, (i, j))
-                cl_adj.setdefault(rj, {}).setdefault(ri, (i, j))
-        self._log = tuple(kept)
-        self._dropped = tuple(dropped_now)
-        self._set_groups(np.array([find(x) for x in range(n)]))
-        self._set_cannot(np.array([p for p, must in kept if not must], dtype=np.int64).reshape(-1, 2))
+        self._log, self._dropped, roots = close(n, log, on_conflict, dropped)
+        self._set_groups(roots)
+        self._set_cannot(np.array([p for p, must in self._log if not must], dtype=np.int64).reshape(-1, 2))
         self._init_soft(soft)
 
     def _set_groups(self, roots: np.ndarray) -> None:
@@ -421,36 +150,9 @@ class Constraints:
 
     def _init_soft(self, soft: Sequence) -> None:
         """Validate the soft answers and lift them to group-pair log-weights (see the module docstring)."""
-        n = self._n
-        answers = []
-        const = 0.0
-        weights: dict[tuple[int, int], float] = {}
-        for pair, must, eps in soft:
-            kind = _KINDS[bool(must)]
-            i, j = _as_pair(pair, n, kind)
-            if i == j:
-                raise ConstraintError(f"{kind} answer ({i}, {j}): an answer needs two different items")
-            eps = _error_rate(eps, f"{kind} answer ({i}, {j}) error_rate", allow_zero=False)
-            answers.append(((i, j), bool(must), eps))
-            w = np.log1p(-eps) - np.log(eps)  # ln((1 - eps) / eps)
-            base = np.log(eps) if must else np.log1p(-eps)
-            w = w if must else -w
-            gi, gj = int(self._group_of[i]), int(self._group_of[j])
-            if gi == gj:  # always together: a constant factor
-                const += base + w
-                continue
-            const += base
-            key = (min(gi, gj), max(gi, gj))
-            if self._is_cannot_group(*key):  # never together: the constant alone
-                continue
-            weights[key] = weights.get(key, 0.0) + w
-        self._soft = tuple(answers)
-        self._soft_const = float(const)
-        keys = sorted(k for k, w in weights.items() if w != 0.0)
-        self._soft_groups = np.array(keys, dtype=np.int32).reshape(-1, 2)
-        self._soft_weights = np.array([weights[k] for k in keys], dtype=np.float64)
-        self._soft_groups.setflags(write=False)
-        self._soft_weights.setflags(write=False)
+        self._soft, self._soft_const, self._soft_groups, self._soft_weights = lift_answers(
+            soft, self._n, self._group_of, self._is_cannot_group
+        )
 
     def _is_cannot_group(self, g: int, h: int) -> bool:
         key = min(g, h) * self._n + max(g, h)
@@ -471,7 +173,7 @@ class Constraints:
                 i, j, kind = item
             except (TypeError, ValueError) as exc:
                 raise ConstraintError(f"constraint {item!r}: expected (i, j, 'must' | 'cannot')") from exc
-            log.append(((i, j), as_kind(kind, f"constraint {_show(item)}")))
+            log.append(((i, j), as_kind(kind, f"constraint {show(item)}")))
         obj = cls.__new__(cls)
         obj._init(n, log, on_conflict, dropped=())
         return obj
@@ -486,7 +188,7 @@ class Constraints:
         n = len(labels) if n is None else n
         idx = np.asarray(list(indices), dtype=np.int64) if not isinstance(indices, np.ndarray) else indices
         for v in np.asarray(idx).ravel():
-            _as_index(v, min(n, len(labels)), "from_labels")
+            as_index(v, min(n, len(labels)), "from_labels")
         idx = np.unique(np.asarray(idx, dtype=np.int64))
         a, b = np.triu_indices(len(idx), k=1)
         ia, ib = idx[a], idx[b]
@@ -516,8 +218,8 @@ class Constraints:
             if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) not in (3, 4):
                 raise ConstraintError(f"answer {item!r}: expected (i, j, 'must' | 'cannot'[, error_rate])")
             i, j, kind = item[:3]
-            must = as_kind(kind, f"answer {_show(item)}")
-            eps = _error_rate(item[3] if len(item) == 4 else error_rate, f"answer {item!r} error_rate")
+            must = as_kind(kind, f"answer {show(item)}")
+            eps = check_error_rate(item[3] if len(item) == 4 else error_rate, f"answer {item!r} error_rate")
             (soft if eps > 0 else hard).append(((i, j), must, eps))
         obj = cls.__new__(cls)
         obj._init(n, [(p, m) for p, m, _ in hard], on_conflict, dropped=(), soft=soft)
@@ -527,15 +229,15 @@ class Constraints:
         """This set with one answer more: the same object as building the whole sequence again, in time
         linear in ``n`` and the cannot-links (the union of two groups, the cannot-link edges relabelled)
         rather than in every constraint so far."""
-        eps = _error_rate(error_rate, "error_rate")
+        eps = check_error_rate(error_rate, "error_rate")
         obj = Constraints.__new__(Constraints)
         for name in self.__slots__:
             setattr(obj, name, getattr(self, name))
         if eps > 0:
             obj._init_soft(list(self._soft) + [((i, j), must, eps)])
             return obj
-        kind = _KINDS[must]
-        a, b = _as_pair((i, j), self._n, kind)
+        kind = KINDS[must]
+        a, b = as_pair((i, j), self._n, kind)
         if a == b:  # the full build names the pair
             obj._init(self._n, [*self._log, ((i, j), must)], self._on_conflict, self._dropped, self._soft)
             return obj
@@ -602,7 +304,7 @@ class Constraints:
     @property
     def pairs(self) -> tuple[tuple[int, int, str], ...]:
         """Every kept constraint as ``(i, j, "must" | "cannot")`` in insertion order."""
-        return tuple((i, j, _KINDS[must]) for (i, j), must in self._log)
+        return tuple((i, j, KINDS[must]) for (i, j), must in self._log)
 
     @property
     def dropped(self) -> tuple[tuple[Pair, str], ...]:
@@ -613,7 +315,7 @@ class Constraints:
     def answers(self) -> tuple[tuple[int, int, str, float], ...]:
         """The soft answers ``(i, j, "must" | "cannot", error_rate)`` in insertion order (hard constraints are in
         :attr:`pairs`)."""
-        return tuple((i, j, _KINDS[must], eps) for (i, j), must, eps in self._soft)
+        return tuple((i, j, KINDS[must], eps) for (i, j), must, eps in self._soft)
 
     @property
     def soft_link_groups(self) -> tuple[np.ndarray, np.ndarray]:
@@ -679,6 +381,11 @@ class Constraints:
         d = self.degrees
         return int(d.max()) if d.size else 0
 
+    def _partner_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """Group-level edges (E, 2) of cannot-links then soft answers, and their log-weights (E,)."""
+        e = np.concatenate([self._cl_groups, self._soft_groups])
+        return e, np.concatenate([np.full(len(self._cl_groups), -np.inf), self._soft_weights])
+
     def colouring(self, n_rows: int | None = None) -> tuple[np.ndarray, int]:
         """Greedy colouring (largest degree first) of the group-level graph of cannot-links and soft answers.
 
@@ -690,23 +397,7 @@ class Constraints:
             Groups without cannot-links (and padding rows beyond ``n_groups``) have colour 0.
         n_colours : int
         """
-        rows = self.n_groups if n_rows is None else int(n_rows)
-        if rows < self.n_groups:
-            raise InvalidInputError(f"n_rows: expected at least the {self.n_groups} groups, got {n_rows!r}")
-        colour = np.zeros(rows, dtype=np.int32)
-        e = np.concatenate([self._cl_groups, self._soft_groups])
-        if len(e) == 0:
-            return colour, 1
-        nbrs: dict[int, list[int]] = {}
-        for a, b in e.tolist():
-            nbrs.setdefault(a, []).append(b)
-            nbrs.setdefault(b, []).append(a)
-        done = np.zeros(rows, dtype=bool)
-        for g in sorted(nbrs, key=lambda g: (-len(nbrs[g]), g)):
-            used = {int(colour[h]) for h in nbrs[g] if done[h]}
-            colour[g] = next(c for c in range(len(used) + 1) if c not in used)
-            done[g] = True
-        return colour, int(colour.max()) + 1
+        return colouring(self._partner_edges()[0], check_rows(n_rows, self.n_groups))
 
     def cannot_partners(self, capacity: int | None = None, n_rows: int | None = None) -> np.ndarray:
         """Group-level cannot-link partner lists, padded with -1.
@@ -723,22 +414,14 @@ class Constraints:
         -------
         np.ndarray, shape (n_rows, capacity), int32
         """
-        G = self.n_groups
-        rows = G if n_rows is None else int(n_rows)
-        if rows < G:
-            raise InvalidInputError(f"n_rows: {rows} is fewer than the {G} groups")
-        cap = next_pow2(max(self.max_degree, 1)) if capacity is None else int(capacity)
-        if cap < self.max_degree:
-            raise InvalidInputError(
-                f"capacity: {cap} is below the largest number of cannot-link partners of one group "
-                f"({self.max_degree})"
-            )
-        return _padded_lists(self._cl_groups, np.zeros(len(self._cl_groups)), rows, cap)[0]
+        rows = check_rows(n_rows, self.n_groups)
+        cap = table_capacity(capacity, self.max_degree, "cannot-link partners")
+        return padded_lists(self._cl_groups, np.zeros(len(self._cl_groups)), rows, cap)[0]
 
     @property
     def max_partner_degree(self) -> int:
         """The largest number of partner groups (cannot-links and soft answers) of one group."""
-        e = np.concatenate([self._cl_groups, self._soft_groups])
+        e = self._partner_edges()[0]
         return int(np.bincount(e.ravel(), minlength=self.n_groups).max()) if len(e) else 0
 
     def partner_table(self, capacity: int | None = None, n_rows: int | None = None):
@@ -746,39 +429,23 @@ class Constraints:
         (n_rows, capacity) float64)``, a cannot-link weighing ``-inf`` and a soft answer its net log-weight
         (see the module docstring). ``capacity`` defaults to :attr:`max_partner_degree` rounded up to a power
         of two."""
-        G = self.n_groups
-        rows = G if n_rows is None else int(n_rows)
-        if rows < G:
-            raise InvalidInputError(f"n_rows: {rows} is fewer than the {G} groups")
-        deg = self.max_partner_degree
-        cap = next_pow2(max(deg, 1)) if capacity is None else int(capacity)
-        if cap < deg:
-            raise InvalidInputError(
-                f"capacity: {cap} is below the largest number of partners (cannot-links and answers) of one "
-                f"group ({deg})"
-            )
-        e = np.concatenate([self._cl_groups, self._soft_groups])
-        w = np.concatenate([np.full(len(self._cl_groups), -np.inf), self._soft_weights])
-        return _padded_lists(e, w, rows, cap)
+        rows = check_rows(n_rows, self.n_groups)
+        cap = table_capacity(capacity, self.max_partner_degree, "partners (cannot-links and answers)")
+        return padded_lists(*self._partner_edges(), rows, cap)
 
     def partner_rows(
         self, width: int, n_rows: int | None = None, spill_rows: int | None = None
     ) -> PartnerRows:
         """The partners and log-weights of :meth:`partner_table` in a table of fixed ``width``, the partners of
-        groups with more than ``width`` of them continued in spill rows (:class:`PartnerRows`); ``spill_rows``
-        defaults to what they need rounded up by :func:`spill_capacity`."""
-        G = self.n_groups
-        rows = G if n_rows is None else int(n_rows)
-        if rows < G:
-            raise InvalidInputError(f"n_rows: {rows} is fewer than the {G} groups")
-        e = np.concatenate([self._cl_groups, self._soft_groups])
-        w = np.concatenate([np.full(len(self._cl_groups), -np.inf), self._soft_weights])
-        return _spilled_lists(e, w, rows, width, spill_rows)
+        groups with more than ``width`` of them continued in spill rows
+        (:class:`~jaxclust.partner_tables.PartnerRows`); ``spill_rows`` defaults to what they need rounded up
+        by :func:`~jaxclust.partner_tables.spill_capacity`."""
+        return spilled_lists(*self._partner_edges(), check_rows(n_rows, self.n_groups), width, spill_rows)
 
     # queries ------------------------------------------------------------------------------------------------
     def status_codes(self, i: Any, j: Any) -> np.ndarray:
         """Vectorised status of pairs: int8 array, 1 = must (same group), -1 = cannot (implied), 0 = unknown."""
-        i, j = _index_array(i, "i"), _index_array(j, "j")
+        i, j = index_array(i, "i"), index_array(j, "j")
         for arr, name in ((i, "i"), (j, "j")):
             if arr.size and (arr.min() < 0 or arr.max() >= self._n):
                 bad = arr[(arr < 0) | (arr >= self._n)].ravel()[0]
@@ -799,8 +466,8 @@ class Constraints:
 
     def status(self, i: int, j: int) -> str | None:
         """``"must"``, ``"cannot"`` or ``None`` for the pair ``(i, j)``, including what transitivity implies."""
-        i = _as_index(i, self._n, "status")
-        j = _as_index(j, self._n, "status")
+        i = as_index(i, self._n, "status")
+        j = as_index(j, self._n, "status")
         code = int(self.status_codes(i, j))
         return {1: "must", -1: "cannot", 0: None}[code]
 
@@ -810,7 +477,7 @@ class Constraints:
         out = []
         for (i, j), must in self._log:
             if (z[i] == z[j]) != must:
-                out.append((i, j, _KINDS[must]))
+                out.append((i, j, KINDS[must]))
         return out
 
     # serialisation --------------------------------------------------------------------------------------------
@@ -829,35 +496,11 @@ class Constraints:
     @classmethod
     def from_dict(cls, d: dict) -> Constraints:
         """Inverse of :meth:`to_dict`; a malformed dict raises ``ConstraintError`` naming the bad entry."""
-        if not isinstance(d, Mapping):
-            raise ConstraintError(f"from_dict: expected a dict, got {type(d).__name__}")
-        if "n" not in d:
-            raise ConstraintError(f"from_dict: no 'n' (number of items) among the keys {sorted(map(str, d))}")
-        unknown = sorted(str(k) for k in set(d) - {"n", "on_conflict", "constraints", "dropped", "answers"})
-        if unknown:
-            raise ConstraintError(
-                f"from_dict: unknown keys {unknown} (expected 'n', 'on_conflict', 'constraints', 'dropped', "
-                "'answers')"
-            )
-        entries = _pair_list(d.get("constraints", []), "constraints")
-        obj = cls.from_pairs(
-            d["n"], [_entry(c, "constraints") for c in entries], d.get("on_conflict", "raise")
+        n, on_conflict, entries, dropped, soft = read_dict(d)
+        obj = cls.from_pairs(n, entries, on_conflict)
+        obj._dropped = tuple(
+            ((as_index(i, obj.n, "dropped"), as_index(j, obj.n, "dropped")), k) for i, j, k in dropped
         )
-        dropped = []
-        for item in _pair_list(d.get("dropped", []), "dropped"):
-            i, j, k = _entry(item, "dropped")
-            if k not in ("must", "cannot"):
-                raise ConstraintError(f"dropped: entry {item!r} has kind {k!r}, expected 'must' or 'cannot'")
-            dropped.append(((_as_index(i, obj.n, "dropped"), _as_index(j, obj.n, "dropped")), k))
-        obj._dropped = tuple(dropped)
-        soft = []
-        for item in _pair_list(d.get("answers", []), "answers"):
-            if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 4:
-                raise ConstraintError(f"answers: entry {item!r} is not [i, j, 'must' | 'cannot', error_rate]")
-            i, j, k, eps = item
-            if k not in ("must", "cannot"):
-                raise ConstraintError(f"answers: entry {item!r} has kind {k!r}, expected 'must' or 'cannot'")
-            soft.append(((i, j), k == "must", eps))
         if soft:
             obj._init_soft(soft)
         return obj
@@ -886,28 +529,6 @@ class Constraints:
         ml, cl = len(self.must_link), len(self.cannot_link)
         soft = f", answers={len(self._soft)}" if self._soft else ""
         return f"Constraints(n={self._n}, must_link={ml}, cannot_link={cl}{soft}, groups={self.n_groups})"
-
-
-def shortest_path(neighbours: Mapping[int, Iterable[tuple[int, Any]]], src: int, dst: int) -> list[tuple]:
-    """The steps ``(x, y, label)`` of a shortest path from ``src`` to ``dst`` (breadth-first) in a graph given
-    as ``neighbours[x] = [(y, label of the edge x-y), ...]``; ``[]`` when ``src == dst`` or no path exists.
-    Used to name the must-links that join two items (a conflict's explanation)."""
-    prev: dict[int, tuple[int, Any]] = {src: (src, None)}
-    queue = deque([src])
-    while queue and dst not in prev:
-        x = queue.popleft()
-        for y, label in neighbours.get(x, ()):
-            if y not in prev:
-                prev[y] = (x, label)
-                queue.append(y)
-    if src == dst or dst not in prev:
-        return []
-    steps, y = [], dst
-    while y != src:
-        x, label = prev[y]
-        steps.append((x, y, label))
-        y = x
-    return steps[::-1]
 
 
 def as_constraints(

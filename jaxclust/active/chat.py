@@ -38,7 +38,7 @@ import numpy as np
 
 from jaxclust.active.oracles import SessionStopped, shorten
 from jaxclust.active.replies import WORDS
-from jaxclust.constraints import Answer, ask, check_reply
+from jaxclust.answers import Answer, ask, check_reply
 from jaxclust.errors import ChatError, InvalidInputError
 from jaxclust.validation import check_float, check_int, seed_from
 

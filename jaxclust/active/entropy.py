@@ -37,8 +37,9 @@ from jaxclust.coclustering import (
     row_counts,
     total_weight,
 )
-from jaxclust.constraints import as_constraints, partner_capacity
+from jaxclust.constraints import as_constraints
 from jaxclust.errors import InvalidInputError
+from jaxclust.partner_tables import partner_capacity
 from jaxclust.shapes import next_pow2
 from jaxclust.transfer import to_device
 from jaxclust.validation import check_index, check_int
@@ -134,7 +135,7 @@ def group_arrays(constraints, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Static-shape group ids ``(n,)`` and group-level cannot-link partners ``(n, c)``.
 
     Rows beyond the number of groups are padding (-1), so shapes depend on ``n`` and ``c`` only; ``c`` is
-    :func:`~jaxclust.constraints.partner_capacity` of the largest degree (the mask costs ``O(block * n * c)``
+    :func:`~jaxclust.partner_tables.partner_capacity` of the largest degree (the mask costs ``O(block * n * c)``
     bytes).
     """
     cap = partner_capacity(0 if constraints is None else constraints.max_degree)

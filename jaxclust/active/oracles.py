@@ -20,7 +20,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from jaxclust.active.replies import key_help, read_reply
-from jaxclust.constraints import Answer, ask, check_reply
+from jaxclust.answers import Answer, ask, check_reply
 from jaxclust.validation import check_float, check_index, check_labels, seed_from
 
 __all__ = [

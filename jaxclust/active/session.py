@@ -25,7 +25,8 @@ import numpy as np
 from jaxclust.active.core import SessionCore, SessionSettings
 from jaxclust.active.entropy import top_entropy_pairs
 from jaxclust.active.oracles import SessionStopped, check_reply
-from jaxclust.constraints import Answer, Constraints
+from jaxclust.answers import Answer
+from jaxclust.constraints import Constraints
 from jaxclust.errors import JaxclustWarning
 from jaxclust.metrics.partition import (
     adjusted_rand_index,

@@ -14,7 +14,8 @@ import collections
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxclust.constraints import Constraints, shortest_path
+from jaxclust.constraints import Constraints
+from jaxclust.must_link_closure import shortest_path
 
 __all__ = ["SessionState", "apply_answer", "replay", "KeptAnswers", "describe_conflict"]
 

@@ -8,7 +8,7 @@ slot k holding n_k items (Neal 2000, Alg. 3, extended to blocks; docs/algorithms
 
 Cannot-links are a mask over slots gathered from the padded partner lists, so the sweep is the same code with
 or without constraints and runs under ``vmap`` over chains. The lists have a fixed width; a group with more
-partners continues its list in spill rows (:class:`jaxclust.constraints.PartnerRows`), read only when that group
+partners continues its list in spill rows (:class:`jaxclust.partner_tables.PartnerRows`), read only when that group
 is drawn, so answers that pile up on one group do not change the compiled shapes. Soft answers (answers wrong
 with probability eps, :class:`jaxclust.Constraints`) ride in the same table as log-weights: slot k's log weight gains
 ``sum over the group's answered partners in k of w``, ``w = +-ln((1 - eps) / eps)`` (+ must, - cannot); the

@@ -6,7 +6,7 @@ log joint) given :class:`GroupData` (per-fit constants: group statistics, the pa
 of cannot-links and soft answers, the colouring). The unit of sampling is the must-link *group*; group arrays are
 padded to ``n`` rows (padded rows have size 0 and never move), so adding constraints between rounds keeps every
 shape. Cannot-links and soft answers are read from a fixed-width partner table; a group with more partners
-continues its list in spill rows (:class:`jaxclust.constraints.PartnerRows`).
+continues its list in spill rows (:class:`jaxclust.partner_tables.PartnerRows`).
 
 Every move is ``(key, state, data) -> (state, info)``: ``info`` is a :class:`MoveInfo` (what it proposed and
 accepted, and whether it needed a slot it did not have), so nothing about a move's bookkeeping lives in the state.
@@ -27,10 +27,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-from jaxclust.constraints import MIN_PARTNER_CAPACITY, Constraints
-from jaxclust.constraints import partner_capacity as capacity_for
+from jaxclust.constraints import Constraints
 from jaxclust.dpmm import rows as _rows
 from jaxclust.dpmm.alpha import escobar_west
+from jaxclust.partner_tables import MIN_PARTNER_CAPACITY
+from jaxclust.partner_tables import partner_capacity as capacity_for
 from jaxclust.transfer import to_device
 
 __all__ = [
@@ -200,7 +201,7 @@ def prepare(
 
 def layout(constraints, n: int, partner_capacity: int | None = None, spill: bool = True):
     """Host-side group layout of ``n`` items: ``(group_of (n,), n_groups, table, colour (n,), n_colours)``,
-    ``table`` a :class:`jaxclust.constraints.PartnerRows` (see :class:`GroupData` and :func:`prepare`).
+    ``table`` a :class:`jaxclust.partner_tables.PartnerRows` (see :class:`GroupData` and :func:`prepare`).
     ``spill=False``: no spill rows; the width grows to the largest degree (a power of two) instead."""
     cap = MIN_PARTNER_CAPACITY if partner_capacity is None else partner_capacity
     if constraints is None:

@@ -32,10 +32,11 @@ import numpy as np
 from jax import lax
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from jaxclust.constraints import Constraints, as_constraints, partner_capacity
+from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.errors import InfeasibleConstraintsError
 from jaxclust.kmeans import common
 from jaxclust.kmeans.lloyd_kmeans import assign, kmeans_plusplus
+from jaxclust.partner_tables import partner_capacity
 from jaxclust.shapes import next_pow2
 from jaxclust.transfer import to_device
 from jaxclust.validation import Int, Real, check_fitted, prng_key, validate_params

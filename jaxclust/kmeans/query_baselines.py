@@ -42,7 +42,8 @@ from __future__ import annotations
 import numpy as np
 from tqdm.auto import tqdm
 
-from jaxclust.constraints import Constraints, as_constraints, ask
+from jaxclust.answers import ask
+from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.errors import InvalidInputError
 from jaxclust.kmeans.constrained import PCKMeans
 from jaxclust.validation import (
