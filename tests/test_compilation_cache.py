@@ -50,3 +50,26 @@ def test_bad_directory_and_default(tmp_path, monkeypatch):
     monkeypatch.delenv("JAXCLUST_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_cache_dir() == tmp_path / "xdg" / "jaxclust" / "xla"
+
+
+def test_compiled_programs_are_released_when_the_memory_maps_run_short():
+    """A process holds hundreds of memory mappings per compiled program (the kernel caps them): released, a
+    function's compiled program is gone and its maps with it; below the threshold nothing is dropped."""
+    import jax
+    import numpy as np
+
+    from jaxclust.compilation_cache import memory_maps, release_compiled_programs
+
+    f = jax.jit(lambda x: jax.numpy.cumsum(jax.numpy.sin(x) * 3.0))
+    f(np.arange(4.0))
+    assert f._cache_size() == 1
+    assert release_compiled_programs(threshold=1.0) is False  # no process holds all its mappings
+    assert f._cache_size() == 1
+    maps = memory_maps()
+    assert maps is None or 0 < maps[0] < maps[1]
+    assert release_compiled_programs(threshold=0) is True
+    assert f._cache_size() == 0
+    np.testing.assert_allclose(f(np.arange(4.0)), np.cumsum(np.sin(np.arange(4.0)) * 3.0), rtol=1e-6)
+    for bad in (-0.1, 1.5, True, "half"):
+        with pytest.raises(InvalidInputError, match="^threshold: expected a fraction"):
+            release_compiled_programs(threshold=bad)

@@ -38,6 +38,7 @@ from jaxclust.apps.experiment.config import ExperimentConfig, Run, load_config
 from jaxclust.apps.experiment.records import FORMAT, atomic_write_json, jsonable, read_record, record_index
 from jaxclust.apps.experiment.registry import Kind, check_params, load_target, resolve_kind
 from jaxclust.apps.experiment.summary import summarize as _summarize
+from jaxclust.compilation_cache import release_compiled_programs
 from jaxclust.errors import (
     ExperimentConfigError,
     ExperimentError,
@@ -401,6 +402,7 @@ def _run(
                     bar.set_postfix_str(run.id, refresh=True)
                     if not record(run, execute(target, run.params)):
                         break
+                    release_compiled_programs()  # a long grid of new shapes would run out of memory mappings
         except KeyboardInterrupt:
             report.interrupted = True
             say("interrupted: the finished runs are saved; run the same command again to resume")
