@@ -98,7 +98,10 @@ def _component_split_merge_step(_, carry, data: N.NestedData, prior: N.NestedPri
     k_free, any_k = N.first_free(state.count > 0)
     k_b = jnp.where(do_split, k_free.astype(jnp.int32), zj)  # side B's slot: a free one, or j's component
     members = (state.z == zi) | (state.z == zj)
+    # the two components' items first, in a uniformly random order (so is the reverse move's): the loop below
+    # visits those alone, not all n items
     order = jax.random.permutation(k_order, n)
+    order = order[jnp.argsort(~members[order], stable=True)]
     d = X.shape[1]
     zero = (jnp.zeros((), state.count.dtype), jnp.zeros(d, X.dtype), jnp.zeros(d, X.dtype))
     side_a = N.welford_add(*zero, X[i])
@@ -125,7 +128,7 @@ def _component_split_merge_step(_, carry, data: N.NestedData, prior: N.NestedPri
 
     z_split = state.z.at[j].set(jnp.where(do_split, k_b, state.z[j]))
     side_a, side_b, log_q_split, z_split, _ = jax.lax.fori_loop(
-        0, n, allocate, (side_a, side_b, jnp.zeros((), X.dtype), z_split, k_alloc)
+        0, jnp.sum(members), allocate, (side_a, side_b, jnp.zeros((), X.dtype), z_split, k_alloc)
     )
     split = N.init_from(z_split, state.u.at[k_b].set(c), data, K)
     merged = N.init_from(jnp.where(state.z == zj, zi, state.z), state.u.at[zj].set(-1), data, K)
