@@ -20,13 +20,13 @@ so a session compiles the sweep a few times at most.
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxclust.active.signatures import components, from_levels, signatures, zero_fill
 from jaxclust.coclustering import (
     as_sample_weights,
     as_samples,
@@ -235,62 +235,7 @@ _SPARSE_WORK = 1 << 22  # co-occurrence updates per row block of the sparse prod
 _SPARSE_SUFFIXES = 8  # column cuts of the sparse product (rows past a cut skip the columns before it)
 _SPARSE_UPDATE = 4  # cost of one sparse co-occurrence update, in dense compare-adds (CPU, measured) ...
 _SPARSE_PAIR = 80  # ... and of each distinct co-occurring signature pair it finds
-_ZERO_FILL_PAIRS = 1 << 20  # pairs per chunk of the zero-entropy fill
 _MATMUL_BYTES = 1 << 31  # largest one-hot table the matrix-product sweep builds on an accelerator
-
-
-class _Signatures(NamedTuple):
-    sig_of: np.ndarray  # (n,) int64 signature of each item, numbered in order of first occurrence
-    labels: np.ndarray  # (m, S+) int32 labels of each signature over the samples with positive weight
-    members: np.ndarray  # (n,) int64 items sorted by (signature, item)
-    start: np.ndarray  # (m + 1,) int64 offset of each signature's members
-    gkey: np.ndarray  # (n,) int64 ``signature * n + item`` of ``members``, ascending
-
-    @property
-    def m(self) -> int:
-        return len(self.start) - 1
-
-    @property
-    def n(self) -> int:
-        return len(self.sig_of)
-
-
-def _signatures(z: np.ndarray) -> _Signatures:
-    cols = np.ascontiguousarray(z.T)
-    n = cols.shape[0]
-    rows = cols.view(np.dtype((np.void, cols.dtype.itemsize * cols.shape[1]))).ravel()
-    _, first, inv = np.unique(rows, return_index=True, return_inverse=True)
-    by_first = np.argsort(first)
-    rank = np.empty(len(first), np.int64)
-    rank[by_first] = np.arange(len(first))
-    sig_of = rank[inv.ravel()]
-    members = np.argsort(sig_of, kind="stable").astype(np.int64)
-    start = np.concatenate([[0], np.cumsum(np.bincount(sig_of, minlength=len(first)))]).astype(np.int64)
-    return _Signatures(sig_of, cols[first[by_first]], members, start, sig_of[members] * n + members)
-
-
-def _components(labels: np.ndarray):
-    """Global component ids ``(m, S+)`` of each signature in each sample, component sizes (in signatures)
-    and the sample of each component."""
-    m, sp = labels.shape
-    comp = np.empty((m, sp), np.int64)
-    sizes, sample_of, off = [], [], 0
-    for s in range(sp):
-        _, inv, cnt = np.unique(labels[:, s], return_inverse=True, return_counts=True)
-        comp[:, s] = inv.ravel() + off
-        sizes.append(cnt)
-        sample_of.append(np.full(len(cnt), s))
-        off += len(cnt)
-    return comp, np.concatenate(sizes), np.concatenate(sample_of)
-
-
-def _ranges(starts, lengths) -> np.ndarray:
-    """``concatenate([arange(s, s + l) for s, l in zip(starts, lengths)])`` without a Python loop."""
-    lengths = np.asarray(lengths, np.int64)
-    if lengths.size == 0:
-        return np.zeros(0, np.int64)
-    ends = np.cumsum(lengths)
-    return np.repeat(np.asarray(starts, np.int64) - (ends - lengths), lengths) + np.arange(ends[-1])
 
 
 def _bucket(x: int) -> int:
@@ -474,120 +419,13 @@ def _dense_top(sg, comp, sample_of, wnp, w, K: int, block: int, method: str):
     return h[order], r[order], c[order], len(h) < K
 
 
-def _level_pairs(sg: _Signatures, a: np.ndarray, b: np.ndarray, limit: int):
-    """The ``limit`` first item pairs ``i < j`` (index order) among those of signature pairs ``(a, b)``.
-
-    ``a <= b`` (``a == b``: pairs of twins). Only the ``limit`` smallest rows that have a partner at all can
-    hold them, and of each such row only its ``limit`` smallest partners in each partner signature.
-    """
-    n = sg.n
-    ne = a != b
-    src, dst = np.concatenate([a, b[ne]]), np.concatenate([b, a[ne]])
-    o = np.argsort(src, kind="stable")
-    src, dst = src[o], dst[o]
-    usrc, ustart, udeg = np.unique(src, return_index=True, return_counts=True)
-    largest = sg.members[sg.start[1:] - 1]
-    lim = np.maximum.reduceat(largest[dst], ustart)  # rows of signature s below lim[s] have a partner
-    n_rows = np.searchsorted(sg.gkey, usrc * n + lim, side="left") - sg.start[usrc]
-    take = np.minimum(n_rows, limit)
-    rows = sg.members[_ranges(sg.start[usrc], take)]
-    which = np.repeat(np.arange(len(usrc)), take)
-    if len(rows) > limit:
-        sel = np.argpartition(rows, limit - 1)[:limit]
-        rows, which = rows[sel], which[sel]
-    x = np.repeat(rows, udeg[which])
-    t = dst[_ranges(ustart[which], udeg[which])]
-    first = np.searchsorted(sg.gkey, t * n + x, side="right")  # first partner of x in t that is above x
-    cnt = np.minimum(sg.start[t + 1] - first, limit)
-    key = np.repeat(x, cnt) * n + sg.members[_ranges(first, cnt)]
-    if len(key) > limit:
-        key = np.partition(key, limit - 1)[:limit]
-    key.sort()
-    return key // n, key % n
-
-
-def _n_item_pairs(sg: _Signatures, a: np.ndarray, b: np.ndarray) -> int:
-    mult = np.diff(sg.start)
-    ma, mb = mult[a], mult[b]
-    return int(np.where(a == b, ma * (ma - 1) // 2, ma * mb).sum())
-
-
-def _unknown(i, j, n, constraints, excl_keys) -> np.ndarray:
-    ok = np.ones(len(i), bool)
-    if constraints is not None and len(i):
-        ok &= ~constraints.is_known(i, j)
-    if len(excl_keys):
-        key = i * n + j
-        pos = np.minimum(np.searchsorted(excl_keys, key), len(excl_keys) - 1)
-        ok &= excl_keys[pos] != key
-    return ok
-
-
-def _from_levels(sg, h, a, b, exhaustive, k, constraints, excl_keys):
-    """Walk the entropy levels of the signature pairs (sorted by h desc, a, b) down to ``k`` unknown pairs.
-
-    Returns (pairs, done); not done when the last, truncated level (``exhaustive`` False) cannot decide.
-    """
-    out: list[tuple[int, int, float]] = []
-    if len(h) == 0:
-        return out, True
-    cut = np.flatnonzero(h[1:] != h[:-1]) + 1
-    starts, ends = np.r_[0, cut], np.r_[cut, len(h)]
-    for t in range(len(starts)):
-        s0, s1 = int(starts[t]), int(ends[t])
-        need = k - len(out)
-        la, lb = a[s0:s1], b[s0:s1]
-        truncated = not exhaustive and t == len(starts) - 1
-        cap = s1 - s0 if truncated else _n_item_pairs(sg, la, lb)  # how many leading item pairs are certain
-        limit = min(cap, next_pow2(need + len(excl_keys)))
-        while True:
-            i, j = _level_pairs(sg, la, lb, limit)
-            ok = _unknown(i, j, sg.n, constraints, excl_keys)
-            if ok.sum() >= need or limit >= cap:
-                break
-            limit = min(cap, 4 * limit)
-        hv = float(h[s0])
-        out.extend((int(x), int(y), hv) for x, y in zip(i[ok][:need], j[ok][:need], strict=True))
-        if len(out) == k:
-            return out, True
-        if truncated:
-            return out, False
-    return out, True
-
-
-def _zero_fill(sg, a, b, need, constraints, excl_keys):
-    """The first ``need`` unknown pairs of zero entropy in index order (all positive signature pairs given)."""
-    n, m = sg.n, sg.m
-    positive = np.sort(a * m + b)
-    before = np.arange(n, dtype=np.int64)
-    before = before * (n - 1) - before * (before - 1) // 2  # pairs in the rows above each row
-    out: list[tuple[int, int, float]] = []
-    i0 = 0
-    while i0 < n - 1 and len(out) < need:
-        i1 = int(np.searchsorted(before, before[i0] + _ZERO_FILL_PAIRS, side="right")) - 1
-        i1 = min(max(i1, i0 + 1), n - 1)
-        rows = np.arange(i0, i1, dtype=np.int64)
-        cnt = n - 1 - rows
-        i, j = np.repeat(rows, cnt), _ranges(rows + 1, cnt)
-        sa, sb = sg.sig_of[i], sg.sig_of[j]
-        key = np.minimum(sa, sb) * m + np.maximum(sa, sb)
-        ok = _unknown(i, j, n, constraints, excl_keys)
-        if len(positive):
-            pos = np.minimum(np.searchsorted(positive, key), len(positive) - 1)
-            ok &= positive[pos] != key
-        sel = np.flatnonzero(ok)[: need - len(out)]
-        out.extend((int(x), int(y), 0.0) for x, y in zip(i[sel], j[sel], strict=True))
-        i0 = i1
-    return out
-
-
 def _select(z, k, constraints, w, excl, block, route=None, method=None):
     """The fast path of :func:`top_entropy_pairs`; ``route`` ("sparse", "dense") and ``method`` ("compare",
     "matmul") override the automatic choices (tests)."""
     n = z.shape[1]
     wnp = np.asarray(w, np.float32)
     pos = wnp > 0  # zero-weight samples add nothing to any count
-    sg = _signatures(z[pos])
+    sg = signatures(z[pos])
     m = sg.m
     integer = bool(np.all(wnp == np.floor(wnp))) and float(wnp.astype(np.float64).sum()) < 2**24
     if not integer and m < n:
@@ -601,7 +439,7 @@ def _select(z, k, constraints, w, excl, block, route=None, method=None):
             return _dense_select(z, k, constraints, w, excl, block)
     wpos = wnp[pos]
     excl_keys = np.array(sorted(i * n + j for i, j in excl if 0 <= i < j < n), np.int64)
-    comp, sizes, sample_of = _components(sg.labels)
+    comp, sizes, sample_of = components(sg.labels)
     if integer:
         table = _entropies(np.arange(int(wnp.astype(np.float64).sum()) + 1, dtype=np.float32), w)
 
@@ -639,10 +477,10 @@ def _select(z, k, constraints, w, excl, block, route=None, method=None):
         else:
             h, a, b, exhaustive = _dense_top(sg, comp, sample_of, wnp, w, K, block, method)
         exhaustive = exhaustive or K >= n_sig_pairs
-        out, done = _from_levels(sg, h, a, b, exhaustive, k, constraints, excl_keys)
+        out, done = from_levels(sg, h, a, b, exhaustive, k, constraints, excl_keys)
         if done:
             break
         K *= 4
     if len(out) < k:  # every positive-entropy pair is known or excluded: zero-entropy pairs in index order
-        out += _zero_fill(sg, a, b, k - len(out), constraints, excl_keys)
+        out += zero_fill(sg, a, b, k - len(out), constraints, excl_keys)
     return out

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from jaxclust.active import entropy as E
+from jaxclust.active import signatures as SG
 from jaxclust.active.entropy import top_entropy_pairs
 from jaxclust.constraints import Constraints
 
@@ -165,7 +166,7 @@ def test_zero_weight_samples_are_ignored_and_weights_that_only_drop_samples_agre
 def test_level_pairs_are_the_first_item_pairs_in_index_order():
     rng = np.random.default_rng(11)
     n = 70
-    sg = E._signatures(rng.integers(0, 3, (2, n)))  # 9 signatures with several members each
+    sg = SG.signatures(rng.integers(0, 3, (2, n)))  # 9 signatures with several members each
     mult = np.diff(sg.start)
     a, b = np.triu_indices(sg.m)
     keep = (rng.random(len(a)) < 0.5) & ((a != b) | (mult[a] > 1))
@@ -177,9 +178,9 @@ def test_level_pairs_are_the_first_item_pairs_in_index_order():
         for j in range(i + 1, n)
         if (min(sg.sig_of[i], sg.sig_of[j]), max(sg.sig_of[i], sg.sig_of[j])) in chosen
     )
-    assert E._n_item_pairs(sg, a, b) == len(brute)
+    assert SG.n_item_pairs(sg, a, b) == len(brute)
     for limit in (1, 2, 7, 50, len(brute), len(brute) + 5):
-        i, j = E._level_pairs(sg, a, b, limit)
+        i, j = SG.level_pairs(sg, a, b, limit)
         assert list(zip(i.tolist(), j.tolist(), strict=True)) == brute[:limit]
 
 
@@ -194,7 +195,7 @@ def test_a_few_thousand_posterior_like_items():
 def test_small_blocks_and_chunks_give_the_same_pairs(monkeypatch):
     # many row blocks of the sparse product (each past a different column cut) and many zero-fill chunks
     monkeypatch.setattr(E, "_SPARSE_WORK", 64)
-    monkeypatch.setattr(E, "_ZERO_FILL_PAIRS", 50)
+    monkeypatch.setattr(SG, "ZERO_FILL_PAIRS", 50)
     rng = np.random.default_rng(17)
     n = 150
     z = _posterior(rng, n)
