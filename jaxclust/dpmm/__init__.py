@@ -16,17 +16,13 @@ Functional API: :func:`sample` (validation + chains), or the pieces: :func:`prep
 
 from jaxclust.dpmm.alpha import escobar_west
 from jaxclust.dpmm.chains import ChainResult, repair_labels, run_chains
-from jaxclust.dpmm.families import (
-    DirichletMultinomial,
-    Family,
-    NormalGamma,
-    NormalInverseWishart,
-    default_prior,
-)
+from jaxclust.dpmm.dirichlet_multinomial import DirichletMultinomial
+from jaxclust.dpmm.families import Family, NormalGamma, default_prior
 from jaxclust.dpmm.gibbs import sweep
 from jaxclust.dpmm.kernels import Kernel, build_kernel
 from jaxclust.dpmm.model import DPMM, as_constraints, coclustering, sample
 from jaxclust.dpmm.nested_model import NestedDPMM
+from jaxclust.dpmm.normal_inverse_wishart import NormalInverseWishart
 from jaxclust.dpmm.state import GibbsState, GroupData, MoveInfo, init, log_joint, prepare
 
 __all__ = [

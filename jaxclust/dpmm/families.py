@@ -3,7 +3,9 @@
 Each family is an equinox Module holding its prior (array leaves, so new hyperparameter values do not
 re-compile) and implements :class:`Family`, the small interface the samplers use (:mod:`jaxclust.dpmm.gibbs`,
 :mod:`jaxclust.dpmm.splitmerge`, :mod:`jaxclust.dpmm.subcluster`). Gaussian families keep *centred* group
-statistics (group mean and scatter about it), so nothing cancels in float32.
+statistics (group mean and scatter about it), so nothing cancels in float32. This module holds the interface,
+the diagonal :class:`NormalGamma` (the default) and the helpers the families share; full covariances are in
+:mod:`jaxclust.dpmm.normal_inverse_wishart`, count vectors in :mod:`jaxclust.dpmm.dirichlet_multinomial`.
 
 Slots store *posterior parameters* (kappa_n, m_n, ...) plus a cached scalar, so a Gibbs step costs one
 ``(K, D)`` pass of logarithms and touches only the two slots that change.
@@ -21,19 +23,29 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaln, multigammaln
+from jax.scipy.special import gammaln
 
 from jaxclust.dpmm.draws import gamma_draws, normal_draws
 from jaxclust.errors import InvalidInputError
 from jaxclust.transfer import to_device
 
-__all__ = ["Family", "NormalGamma", "NormalInverseWishart", "DirichletMultinomial", "default_prior"]
+__all__ = [
+    "Family",
+    "NormalGamma",
+    "default_prior",
+    "LOG_2PI",
+    "LOG_PI",
+    "as_float_array",
+    "centred_group_moments",
+    "group_sum",
+    "segsum",
+]
 
-_LOG_2PI = math.log(2.0 * math.pi)
-_LOG_PI = math.log(math.pi)
+LOG_2PI = math.log(2.0 * math.pi)
+LOG_PI = math.log(math.pi)
 
 
-def _segsum(x: jax.Array, seg: jax.Array, n: int, axis_name: str | None = None) -> jax.Array:
+def segsum(x: jax.Array, seg: jax.Array, n: int, axis_name: str | None = None) -> jax.Array:
     """Sum of rows of ``x`` per segment ``seg`` (scatter-add; segment ids outside ``[0, n)`` are dropped); with
     ``axis_name`` (inside ``shard_map``, rows split over that mesh axis) summed over the devices too."""
     out = jax.ops.segment_sum(x, seg, num_segments=n)
@@ -72,7 +84,7 @@ def _sum_log(x: jax.Array) -> jax.Array:
     return jnp.asarray(total, dtype)
 
 
-def _group_sum(values: np.ndarray, group_of: np.ndarray, n_rows: int) -> np.ndarray:
+def group_sum(values: np.ndarray, group_of: np.ndarray, n_rows: int) -> np.ndarray:
     """Sum of ``values`` (n_items, ...) over the items of each group, (n_rows, ...) float64: O(n) memory
     (singleton groups, the common case, are a copy)."""
     values = np.asarray(values, dtype=np.float64)
@@ -84,10 +96,10 @@ def _group_sum(values: np.ndarray, group_of: np.ndarray, n_rows: int) -> np.ndar
     return out
 
 
-def _centred_group_moments(X: np.ndarray, group_of: np.ndarray, n_rows: int):
+def centred_group_moments(X: np.ndarray, group_of: np.ndarray, n_rows: int):
     """Per-group size, mean and deviations of each item from its group mean (float64, host)."""
     size = np.bincount(group_of, minlength=n_rows).astype(np.float64)
-    mean = _group_sum(X, group_of, n_rows) / np.maximum(size, 1.0)[:, None]
+    mean = group_sum(X, group_of, n_rows) / np.maximum(size, 1.0)[:, None]
     dev = X - mean[group_of]
     return size, mean, dev
 
@@ -186,7 +198,7 @@ class NGSlot(NamedTuple):
     cache: jax.Array  # shape * sum(log rate) + D/2 * log(kappa)
 
 
-def _as_float_array(value, name: str) -> np.ndarray:
+def as_float_array(value, name: str) -> np.ndarray:
     """A prior parameter as float64, or ``InvalidInputError`` naming it (``prior.<name>``)."""
     try:
         return np.asarray(value, dtype=np.float64)
@@ -228,10 +240,10 @@ class NormalGamma(eqx.Module):
 
     def __init__(self, mean=0.0, kappa=1.0, shape=1.0, rate=1.0):
         # host float64 until the sampler casts (a prior mean far from 0 must survive the shift exactly)
-        self.mean = _as_float_array(mean, "mean")
-        self.kappa = _as_float_array(kappa, "kappa")
-        self.shape = _as_float_array(shape, "shape")
-        self.rate = _as_float_array(rate, "rate")
+        self.mean = as_float_array(mean, "mean")
+        self.kappa = as_float_array(kappa, "kappa")
+        self.shape = as_float_array(shape, "shape")
+        self.rate = as_float_array(rate, "rate")
 
     centred = True  # the sampler may shift and scale data and prior together (see ``transformed``)
 
@@ -280,8 +292,8 @@ class NormalGamma(eqx.Module):
         )
 
     def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> NGStats:
-        size, mean, dev = _centred_group_moments(X, group_of, n_rows)
-        return NGStats(size, mean, _group_sum(dev**2, group_of, n_rows))
+        size, mean, dev = centred_group_moments(X, group_of, n_rows)
+        return NGStats(size, mean, group_sum(dev**2, group_of, n_rows))
 
     def astype(self, dtype) -> NormalGamma:
         return jax.tree.map(lambda a: to_device(a, dtype), self)
@@ -330,18 +342,18 @@ class NormalGamma(eqx.Module):
             old = counts.astype(jnp.int32)
             new = old + gs.size.astype(jnp.int32)
             norm = table[0, new] - table[0, old] - table[1, new]
-        return slots.cache + norm - shape * _sum_log(rate) - 0.5 * D * gs.size * _LOG_2PI
+        return slots.cache + norm - shape * _sum_log(rate) - 0.5 * D * gs.size * LOG_2PI
 
     def segment_stats(self, seg: jax.Array, gs: NGStats, n_segments: int, axis_name=None) -> NGStats:
         """Statistics of each segment (``n_segments`` leading) of the group rows (``axis_name``: rows split
         over that mesh axis, see :mod:`jaxclust.dpmm.rows`)."""
         # sizes and sums in one scatter (each scatter is a loop of its own in the compiled program)
         m = gs.size[:, None]
-        sums = _segsum(jnp.concatenate([m, m * gs.mean], axis=1), seg, n_segments, axis_name)
+        sums = segsum(jnp.concatenate([m, m * gs.mean], axis=1), seg, n_segments, axis_name)
         n, xbar = sums[:, 0], sums[:, 1:] / jnp.maximum(sums[:, :1], 1.0)
         # scatter about the segment mean = within-group scatter + between-group part (two-pass, centred)
         dev2 = gs.size[:, None] * (gs.mean - xbar[jnp.clip(seg, 0, n_segments - 1)]) ** 2
-        return NGStats(n, xbar, _segsum(gs.m2 + dev2, seg, n_segments, axis_name))
+        return NGStats(n, xbar, segsum(gs.m2 + dev2, seg, n_segments, axis_name))
 
     def combine_stats(self, a: NGStats, b: NGStats) -> NGStats:
         """Statistics of the union of two disjoint segments (Chan et al.'s pairwise update)."""
@@ -379,7 +391,7 @@ class NormalGamma(eqx.Module):
         ``[m2 + m x^2, m x] . [-lam/2, lam mu] + m c_k``, one matrix product with :meth:`loglik_features`."""
         lam, mu = params
         D = lam.shape[-1]
-        c = 0.5 * jnp.sum(jnp.log(lam), -1) - 0.5 * D * _LOG_2PI - 0.5 * jnp.sum(lam * mu**2, -1)
+        c = 0.5 * jnp.sum(jnp.log(lam), -1) - 0.5 * D * LOG_2PI - 0.5 * jnp.sum(lam * mu**2, -1)
         coef = jnp.concatenate([-0.5 * lam, lam * mu], axis=1)  # (K, 2D)
         return feat @ coef.T + gs.size[:, None] * c[None, :]
 
@@ -391,377 +403,8 @@ class NormalGamma(eqx.Module):
             + self.shape * jnp.sum(jnp.log(self.rate))
             - slots.shape * jnp.sum(jnp.log(slots.rate), -1)
             + 0.5 * D * jnp.log(self.kappa / slots.kappa)
-            - 0.5 * n * D * _LOG_2PI
+            - 0.5 * n * D * LOG_2PI
         )
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Normal-Inverse-Wishart (full covariance)
-# ------------------------------------------------------------------------------------------------------------
-class NIWStats(NamedTuple):
-    """Group statistics: ``size`` (), ``mean`` (D,), ``scatter`` (D, D) about the group mean."""
-
-    size: jax.Array
-    mean: jax.Array
-    scatter: jax.Array
-
-
-class NIWSlot(NamedTuple):
-    """Posterior parameters: ``kappa`` (), ``dof`` (), ``mean`` (D,), ``scale`` (D, D), ``cache`` ()."""
-
-    kappa: jax.Array
-    dof: jax.Array
-    mean: jax.Array
-    scale: jax.Array
-    cache: jax.Array  # dof/2 * logdet(scale) + D/2 * log(kappa)
-
-
-def _logdet_pd(a: jax.Array) -> jax.Array:
-    chol = jnp.linalg.cholesky(a)
-    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), -1)
-
-
-class NormalInverseWishart(eqx.Module):
-    """Full-covariance Gaussian components: ``Sigma ~ IW(dof, scale)``, ``mu | Sigma ~ N(mean, Sigma /
-    kappa)``.
-
-    The predictive of one point is a multivariate t with ``dof_n - D + 1`` degrees of freedom, location
-    ``mean_n`` and shape ``scale_n (kappa_n + 1) / (kappa_n (dof_n - D + 1))``. Group predictives use a
-    Cholesky log-determinant of the updated scale for every slot (O(K D^3) per step: meant for small D).
-
-    Parameters
-    ----------
-    mean : float or array, shape (D,)
-    kappa : float
-    dof : float
-        Must exceed ``D - 1``.
-    scale : float or array, shape (D,) or (D, D)
-        A scalar or vector is taken as a diagonal matrix.
-    """
-
-    mean: jax.Array
-    kappa: jax.Array
-    dof: jax.Array
-    scale: jax.Array
-
-    def __init__(self, mean=0.0, kappa=1.0, dof=None, scale=1.0):
-        self.mean = _as_float_array(mean, "mean")
-        self.kappa = _as_float_array(kappa, "kappa")
-        self.dof = _as_float_array(np.nan if dof is None else dof, "dof")  # None -> D + 2 in check()
-        self.scale = _as_float_array(scale, "scale")
-
-    centred = True
-
-    @classmethod
-    def from_data(cls, X, kappa: float = 0.05, scale: float = 0.5) -> NormalInverseWishart:
-        """Data-driven prior: mean = column means, ``kappa = 0.05``, ``dof = D + 2`` and
-        ``scale = 0.5 * diag(var)`` (so E[Sigma] = scale / (dof - D - 1) is half the data's variance)."""
-        X = np.asarray(X, dtype=np.float64)
-        var = X.var(axis=0)
-        var = np.maximum(var, 1e-6 * max(float(var.max()), 1e-12))
-        return cls(mean=X.mean(0), kappa=kappa, dof=X.shape[1] + 2.0, scale=np.diag(scale * var))
-
-    def check(self, X: np.ndarray) -> NormalInverseWishart:
-        D = X.shape[1]
-        if np.shape(self.mean) not in ((), (D,)):
-            raise InvalidInputError(
-                f"prior.mean: expected a scalar or shape ({D},), got {np.shape(self.mean)}"
-            )
-        mean = np.broadcast_to(np.asarray(self.mean, np.float64), (D,))
-        s = np.asarray(self.scale, np.float64)
-        if s.ndim == 0 or s.shape == (D,):
-            s = np.diag(np.broadcast_to(s, (D,)))
-        if s.shape != (D, D):
-            raise InvalidInputError(f"prior.scale: expected a scalar, ({D},) or ({D}, {D}), got {s.shape}")
-        if not np.allclose(s, s.T) or np.any(np.linalg.eigvalsh(s) <= 0):
-            raise InvalidInputError("prior.scale: must be symmetric positive definite")
-        dof = float(self.dof)
-        dof = D + 2.0 if np.isnan(dof) else dof
-        if dof <= D - 1:
-            raise InvalidInputError(f"prior.dof: must exceed D - 1 = {D - 1}, got {dof}")
-        if float(self.kappa) <= 0:
-            raise InvalidInputError(f"prior.kappa: must be positive, got {float(self.kappa)}")
-        return NormalInverseWishart(np.array(mean), self.kappa, dof, s)
-
-    def transformed(self, shift: np.ndarray, scale: np.ndarray) -> NormalInverseWishart:
-        """The same model for data mapped to ``S^-1 (x - shift)``, ``S = diag(scale)``: the scale matrix maps
-        to ``S^-1 Psi S^-1``; kappa and dof are unchanged."""
-        inv = 1.0 / np.asarray(scale, np.float64)
-        psi = np.asarray(self.scale) * inv[:, None] * inv[None, :]
-        return NormalInverseWishart((np.asarray(self.mean) - shift) * inv, self.kappa, self.dof, psi)
-
-    def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> NIWStats:
-        size, mean, dev = _centred_group_moments(X, group_of, n_rows)
-        return NIWStats(size, mean, _group_sum(dev[:, :, None] * dev[:, None, :], group_of, n_rows))
-
-    def astype(self, dtype) -> NormalInverseWishart:
-        return jax.tree.map(lambda a: to_device(a, dtype), self)
-
-    def _cached(self, kappa, dof, mean, scale) -> NIWSlot:
-        D = scale.shape[-1]
-        cache = 0.5 * dof * _logdet_pd(scale) + 0.5 * D * jnp.log(kappa)
-        return NIWSlot(kappa, dof, mean, scale, cache)
-
-    def prior_slot(self) -> NIWSlot:
-        return self._cached(self.kappa, self.dof, self.mean, self.scale)
-
-    def add(self, slot: NIWSlot, gs: NIWStats) -> NIWSlot:
-        kappa = slot.kappa + gs.size
-        mean = (slot.kappa * slot.mean + gs.size * gs.mean) / kappa
-        d = gs.mean - slot.mean
-        scale = slot.scale + gs.scatter + (slot.kappa * gs.size / kappa) * jnp.outer(d, d)
-        return self._cached(kappa, slot.dof + gs.size, mean, scale)
-
-    def remove(self, slot: NIWSlot, gs: NIWStats) -> NIWSlot:
-        kappa = slot.kappa - gs.size
-        safe = jnp.where(kappa > 0, kappa, 1.0)
-        mean = (slot.kappa * slot.mean - gs.size * gs.mean) / safe
-        d = gs.mean - mean
-        scale = slot.scale - gs.scatter - (kappa * gs.size / slot.kappa) * jnp.outer(d, d)
-        scale = jnp.where(kappa > 0, scale, self.scale)
-        return self._cached(safe, slot.dof - gs.size, mean, scale)
-
-    def count_table(self, n_max: int, D: int) -> jax.Array:
-        """(2, n_max + 1): ``lmvgamma_D((dof + c)/2)`` and ``D/2 log(kappa + c)`` for counts c = 0..n_max."""
-        c = jnp.arange(n_max + 1, dtype=jnp.result_type(self.kappa))
-        return jnp.stack([multigammaln(0.5 * (self.dof + c), D), 0.5 * D * jnp.log(self.kappa + c)])
-
-    def log_pred(self, slots: NIWSlot, gs: NIWStats, counts=None, table=None) -> jax.Array:
-        """(K,) ``ln p(X_G | X_k)``; ``counts`` and ``table`` (from :meth:`count_table`) are a fast path."""
-        D = slots.scale.shape[-1]
-        kappa = slots.kappa + gs.size
-        dof = slots.dof + gs.size
-        d = gs.mean - slots.mean  # (K, D)
-        coef = slots.kappa * gs.size / kappa
-        scale = slots.scale + gs.scatter + coef[:, None, None] * d[:, :, None] * d[:, None, :]
-        if table is None:
-            norm = multigammaln(0.5 * dof, D) - multigammaln(0.5 * slots.dof, D) - 0.5 * D * jnp.log(kappa)
-        else:
-            old = counts.astype(jnp.int32)
-            new = old + gs.size.astype(jnp.int32)
-            norm = table[0, new] - table[0, old] - table[1, new]
-        return slots.cache + norm - 0.5 * dof * _logdet_pd(scale) - 0.5 * D * gs.size * _LOG_PI
-
-    def segment_stats(self, seg: jax.Array, gs: NIWStats, n_segments: int, axis_name=None) -> NIWStats:
-        # sizes and sums in one scatter (each scatter is a loop of its own in the compiled program)
-        m = gs.size[:, None]
-        sums = _segsum(jnp.concatenate([m, m * gs.mean], axis=1), seg, n_segments, axis_name)
-        n, xbar = sums[:, 0], sums[:, 1:] / jnp.maximum(sums[:, :1], 1.0)
-        dev = gs.mean - xbar[jnp.clip(seg, 0, n_segments - 1)]  # (rows, D)
-        per_group = gs.scatter + gs.size[:, None, None] * dev[:, :, None] * dev[:, None, :]
-        return NIWStats(n, xbar, _segsum(per_group, seg, n_segments, axis_name))
-
-    def combine_stats(self, a: NIWStats, b: NIWStats) -> NIWStats:
-        n = a.size + b.size
-        w = jnp.where(n > 0, b.size / jnp.maximum(n, 1e-30), 0.0)[..., None]
-        d = b.mean - a.mean
-        outer = d[..., :, None] * d[..., None, :]
-        return NIWStats(n, a.mean + w * d, a.scatter + b.scatter + (a.size[..., None] * w)[..., None] * outer)
-
-    def slots_from_stats(self, stats: NIWStats) -> NIWSlot:
-        K = stats.size.shape[0]
-        prior = jax.tree.map(lambda a: jnp.broadcast_to(a, (K,) + a.shape), self.prior_slot())
-        return jax.vmap(self.add)(prior, stats)
-
-    def slots_from_groups(self, z: jax.Array, gs: NIWStats, K: int, axis_name=None) -> NIWSlot:
-        return self.slots_from_stats(self.segment_stats(z, gs, K, axis_name))
-
-    def split_view(self, gs: NIWStats):
-        return gs.mean, jnp.diagonal(gs.scatter, axis1=-2, axis2=-1)
-
-    def draw_params(self, key, slots: NIWSlot):
-        """Per slot: precision ``Lam`` ~ Wishart(dof_n, scale_n^-1) by the Bartlett decomposition and mean
-        ``mu`` ~ N(mean_n, (kappa_n Lam)^-1). Returns ``(Lam (K, D, D), mu (K, D), logdet Lam (K,))``."""
-        K, D = slots.mean.shape
-        k_chi, k_off, k_mu = jax.random.split(key, 3)
-        dtype = slots.mean.dtype
-        # Bartlett: A lower triangular, A_ii^2 ~ chi2(dof - i), A_ij ~ N(0, 1) below the diagonal
-        dof_i = slots.dof[:, None] - jnp.arange(D, dtype=dtype)[None, :]
-        diag = jnp.sqrt(2.0 * gamma_draws(k_chi, 0.5 * dof_i))
-        A = jnp.tril(normal_draws(k_off, (K, D, D), dtype), -1) + jax.vmap(jnp.diag)(diag)
-        L = jnp.linalg.cholesky(slots.scale)  # scale = L L^T; Lam = M M^T with M = L^-T A
-        M = jax.scipy.linalg.solve_triangular(jnp.swapaxes(L, -1, -2), A, lower=False)
-        lam = M @ jnp.swapaxes(M, -1, -2)
-        # mu = mean + M^-T eps / sqrt(kappa), M^-T = L A^-T
-        eps = normal_draws(k_mu, (K, D, 1), dtype)
-        v = jax.scipy.linalg.solve_triangular(jnp.swapaxes(A, -1, -2), eps, lower=False)
-        mu = slots.mean + (L @ v)[..., 0] / jnp.sqrt(slots.kappa)[:, None]
-        logdet = 2.0 * jnp.sum(jnp.log(diag), -1) - 2.0 * jnp.sum(
-            jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), -1
-        )
-        return lam, mu, logdet
-
-    def loglik_features(self, gs: NIWStats) -> jax.Array:
-        """(rows, D^2 + D): ``[vec(S + m x x^T), m x]`` per group (meant for moderate D)."""
-        m = gs.size
-        D = gs.mean.shape[-1]
-        outer = gs.scatter + m[:, None, None] * gs.mean[:, :, None] * gs.mean[:, None, :]
-        return jnp.concatenate([outer.reshape(-1, D * D), m[:, None] * gs.mean], axis=1)
-
-    def group_loglik(self, params, gs: NIWStats, feat: jax.Array) -> jax.Array:
-        """(rows, K): ``m/2 ln|Lam| - mD/2 ln 2pi - 1/2 tr(Lam (S + m x x^T)) + m x^T Lam mu - m/2 mu^T Lam mu``,
-        one matrix product with :meth:`loglik_features`."""
-        lam, mu, logdet = params
-        K, D = mu.shape
-        lam_mu = jnp.einsum("kde,ke->kd", lam, mu)
-        coef = jnp.concatenate([-0.5 * lam.reshape(K, D * D), lam_mu], axis=1)
-        c = 0.5 * logdet - 0.5 * D * _LOG_2PI - 0.5 * jnp.sum(mu * lam_mu, -1)
-        return feat @ coef.T + gs.size[:, None] * c[None, :]
-
-    def log_marginal(self, slots: NIWSlot) -> jax.Array:
-        D = slots.scale.shape[-1]
-        n = slots.kappa - self.kappa
-        return (
-            -0.5 * n * D * _LOG_PI
-            + multigammaln(0.5 * slots.dof, D)
-            - multigammaln(0.5 * self.dof, D)
-            + 0.5 * self.dof * _logdet_pd(self.scale)
-            - 0.5 * slots.dof * _logdet_pd(slots.scale)
-            + 0.5 * D * jnp.log(self.kappa / slots.kappa)
-        )
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Dirichlet-multinomial (count vectors)
-# ------------------------------------------------------------------------------------------------------------
-class DMStats(NamedTuple):
-    """Group statistics: ``size`` (), ``counts`` (V,) summed over members, ``total`` (), ``coef`` () = sum
-    over
-    members of the log multinomial coefficient ``ln T! - sum_v ln x_v!``."""
-
-    size: jax.Array
-    counts: jax.Array
-    total: jax.Array
-    coef: jax.Array
-
-
-class DMSlot(NamedTuple):
-    """Posterior parameters: ``conc`` (V,) = prior + counts, ``cache`` () = lgamma(sum conc) - sum
-    lgamma(conc)."""
-
-    conc: jax.Array
-    cache: jax.Array
-
-
-class DirichletMultinomial(eqx.Module):
-    """Count-vector components: ``theta_k ~ Dirichlet(concentration)``, ``x_i ~ Multinomial(T_i, theta_k)``.
-
-    Parameters
-    ----------
-    concentration : float or array, shape (V,)
-        Dirichlet concentration; a scalar broadcasts over the V categories.
-
-    Notes
-    -----
-    The predictive is computed densely over V (O(K V) lgamma per step); the multinomial coefficients enter the
-    marginal likelihood and the log joint but cancel in the Gibbs weights.
-    """
-
-    concentration: jax.Array
-
-    def __init__(self, concentration=1.0):
-        self.concentration = _as_float_array(concentration, "concentration")
-
-    centred = False
-
-    @classmethod
-    def from_data(cls, X) -> DirichletMultinomial:
-        """Default: a flat Dirichlet(1, ..., 1)."""
-        return cls(np.ones(np.asarray(X).shape[1]))
-
-    def check(self, X: np.ndarray) -> DirichletMultinomial:
-        V = X.shape[1]
-        if np.any(X < 0) or not np.all(X == np.round(X)):
-            bad = np.argwhere((X < 0) | (X != np.round(X)))[0]
-            raise InvalidInputError(
-                f"X: row {bad[0]} column {bad[1]} is not a non-negative integer count "
-                f"(got {X[tuple(bad)]}); DirichletMultinomial needs count vectors"
-            )
-        if np.shape(self.concentration) not in ((), (V,)):
-            raise InvalidInputError(
-                f"prior.concentration: expected a scalar or shape ({V},), got {np.shape(self.concentration)}"
-            )
-        c = np.broadcast_to(np.asarray(self.concentration, np.float64), (V,))
-        if np.any(c <= 0) or not np.all(np.isfinite(c)):
-            raise InvalidInputError("prior.concentration: must be positive and finite")
-        return DirichletMultinomial(np.array(c))
-
-    def transformed(self, shift, scale) -> DirichletMultinomial:
-        return self
-
-    def group_stats(self, X: np.ndarray, group_of: np.ndarray, n_rows: int) -> DMStats:
-        from scipy.special import gammaln as np_gammaln
-
-        T = X.sum(1)
-        coef = np_gammaln(T + 1) - np_gammaln(X + 1).sum(1)
-        counts = _group_sum(X, group_of, n_rows)
-        size = np.bincount(group_of, minlength=n_rows).astype(np.float64)
-        return DMStats(size, counts, counts.sum(1), _group_sum(coef, group_of, n_rows))
-
-    def astype(self, dtype) -> DirichletMultinomial:
-        return jax.tree.map(lambda a: to_device(a, dtype), self)
-
-    def _cached(self, conc) -> DMSlot:
-        return DMSlot(conc, gammaln(jnp.sum(conc, -1)) - jnp.sum(gammaln(conc), -1))
-
-    def prior_slot(self) -> DMSlot:
-        return self._cached(self.concentration)
-
-    def add(self, slot: DMSlot, gs: DMStats) -> DMSlot:
-        return self._cached(slot.conc + gs.counts)
-
-    def remove(self, slot: DMSlot, gs: DMStats) -> DMSlot:
-        return self._cached(slot.conc - gs.counts)
-
-    def count_table(self, n_max: int, D: int) -> None:
-        """No count-only terms: the DM predictive depends on the category counts."""
-        return None
-
-    def log_pred(self, slots: DMSlot, gs: DMStats, counts=None, table=None) -> jax.Array:
-        """(K,) ``ln p(X_G | X_k)`` including the members' multinomial coefficients."""
-        new = slots.conc + gs.counts
-        return slots.cache - gammaln(jnp.sum(new, -1)) + jnp.sum(gammaln(new), -1) + gs.coef
-
-    def segment_stats(self, seg: jax.Array, gs: DMStats, n_segments: int, axis_name=None) -> DMStats:
-        counts = _segsum(gs.counts, seg, n_segments, axis_name)
-        return DMStats(
-            _segsum(gs.size, seg, n_segments, axis_name),
-            counts,
-            counts.sum(-1),
-            _segsum(gs.coef, seg, n_segments, axis_name),
-        )
-
-    def combine_stats(self, a: DMStats, b: DMStats) -> DMStats:
-        return DMStats(a.size + b.size, a.counts + b.counts, a.total + b.total, a.coef + b.coef)
-
-    def slots_from_stats(self, stats: DMStats) -> DMSlot:
-        return self._cached(self.concentration + stats.counts)
-
-    def slots_from_groups(self, z: jax.Array, gs: DMStats, K: int, axis_name=None) -> DMSlot:
-        return self._cached(self.concentration + _segsum(gs.counts, z, K, axis_name))
-
-    def split_view(self, gs: DMStats):
-        # category proportions of each group's pooled counts (the members' spread is not tracked)
-        feat = gs.counts / jnp.maximum(gs.total, 1.0)[:, None]
-        return feat, jnp.zeros_like(feat)
-
-    def draw_params(self, key, slots: DMSlot):
-        """Per slot ``ln theta`` (K, V), theta ~ Dirichlet(conc_n) (normalised Gamma draws, in log space)."""
-        g = gamma_draws(key, slots.conc, log=True)
-        return (g - jax.scipy.special.logsumexp(g, axis=-1, keepdims=True),)
-
-    def loglik_features(self, gs: DMStats) -> jax.Array:
-        """(rows, V): the group's pooled counts."""
-        return gs.counts
-
-    def group_loglik(self, params, gs: DMStats, feat: jax.Array) -> jax.Array:
-        """(rows, K) ``counts . ln theta_k`` plus the members' multinomial coefficients."""
-        (log_theta,) = params
-        return feat @ log_theta.T + gs.coef[:, None]
-
-    def log_marginal(self, slots: DMSlot) -> jax.Array:
-        # multinomial coefficients are added once for the whole data set by the sampler (constant in z)
-        return self.prior_slot().cache - slots.cache
 
 
 def default_prior(X: np.ndarray) -> NormalGamma:

@@ -19,8 +19,10 @@ import numpy as np
 
 from jaxclust.dpmm import chains, distributed
 from jaxclust.dpmm import state as _state
-from jaxclust.dpmm.families import DirichletMultinomial, NormalGamma, NormalInverseWishart
+from jaxclust.dpmm.dirichlet_multinomial import DirichletMultinomial
+from jaxclust.dpmm.families import NormalGamma
 from jaxclust.dpmm.kernels import Kernel
+from jaxclust.dpmm.normal_inverse_wishart import NormalInverseWishart
 from jaxclust.errors import InvalidInputError, JaxclustWarning
 
 __all__ = ["PreparedData", "prepare_data", "location_scale", "Problem", "prepare_problem", "start_labels"]
