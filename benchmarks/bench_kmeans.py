@@ -73,12 +73,12 @@ def _one_device():
     """Keep jaxclust's Lloyd on one device even when several host devices exist (benchmark A/B only)."""
     import jaxclust.kmeans.lloyd_kmeans as km
 
-    saved = km._can_split
-    km._can_split = lambda *args: False
+    saved = km.can_split
+    km.can_split = lambda *args: False
     try:
         yield
     finally:
-        km._can_split = saved
+        km.can_split = saved
 
 
 def bench_lloyd(n, d, k, dtype, iters, repeats):

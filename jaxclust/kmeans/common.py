@@ -33,6 +33,7 @@ __all__ = [
     "check_params",
     "estimate_centers",
     "relocate_empty",
+    "row_weights",
     "scale_exponent",
     "scaled_centres",
     "unscale_sq",
@@ -169,3 +170,10 @@ def bucket_rows(X: np.ndarray) -> np.ndarray:
 def x64_for(X):
     """Scoped float64 for float64 input; float32 input stays float32 (as scikit-learn's KMeans does)."""
     return jax.enable_x64(X.dtype == np.float64)
+
+
+def row_weights(n: int, dtype, n_valid=None, sample_weight=None):
+    """(n,) weight of each row: ``sample_weight`` (default 1) on data rows, 0 on padding (rows >= n_valid)."""
+    valid = jnp.arange(n) < (n if n_valid is None else n_valid)
+    w = jnp.ones((n,), dtype) if sample_weight is None else jnp.asarray(sample_weight, dtype)
+    return jnp.where(valid, w, 0.0)

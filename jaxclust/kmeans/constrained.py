@@ -35,7 +35,8 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.errors import InfeasibleConstraintsError
 from jaxclust.kmeans import common
-from jaxclust.kmeans.lloyd_kmeans import assign, kmeans_plusplus
+from jaxclust.kmeans.lloyd_kmeans import assign
+from jaxclust.kmeans.seeding import kmeans_plusplus
 from jaxclust.partner_tables import partner_capacity
 from jaxclust.shapes import next_pow2
 from jaxclust.transfer import to_device

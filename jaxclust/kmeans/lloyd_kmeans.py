@@ -44,17 +44,19 @@ from jaxclust.kmeans.common import (
     check_X,
     estimate_centers,
     relocate_empty,
+    row_weights,
     scale_exponent,
     scaled_centres,
     unscale_sq,
     x64_for,
 )
+from jaxclust.kmeans.host_devices import can_split, lloyd_mesh, sharded
+from jaxclust.kmeans.seeding import kmeans_plusplus
 from jaxclust.transfer import to_device
 from jaxclust.validation import check_fitted, check_sample_weight, prng_key, reject_constraints_as_y
 
 __all__ = [
     "KMeansResult",
-    "kmeans_plusplus",
     "lloyd",
     "kmeans",
     "assign",
@@ -183,66 +185,6 @@ def _fused_step(Xp, x_sq, valid, wts, centers):
     return labels, dist, sums, counts
 
 
-def _lloyd_mesh():
-    """1-D mesh over the CPU host devices when there are several (else None: the single-device path).
-
-    XLA:CPU runs each fusion on one core; several host devices
-    (``XLA_FLAGS=--xla_force_host_platform_device_count=N``) are how JAX uses several cores, so Lloyd splits the
-    chunks over them. Only on CPU: on an accelerator one device already uses all of its cores.
-    """
-    devices = jax.devices()
-    if len(devices) < 2 or jax.default_backend() != "cpu":
-        return None
-    return jax.sharding.Mesh(np.array(devices), ("points",))
-
-
-# Split Lloyd only from this much work per iteration (n · k · d, times the restarts run together): each
-# iteration's all-reduce costs ~1 ms between host devices, which made 5e3 x 16, k = 20 3x slower when split,
-# while 1e5 x 64, k = 100 (6.4e8) ran 1.7x faster (benchmarks/RESULTS.md, k-means).
-_SPLIT_MIN_WORK = 1 << 27
-
-
-def _can_split(work: int, *args) -> bool:
-    """Split over the host devices when the work is large enough, unless an argument is pinned (committed) to
-    only some devices: jit refuses to mix such an array with a computation on every device."""
-    if _lloyd_mesh() is None or work < _SPLIT_MIN_WORK:
-        return False
-    n_dev = jax.device_count()
-    return not any(
-        isinstance(a, jax.Array)
-        and not isinstance(a, jax.core.Tracer)
-        and a.committed
-        and len(a.sharding.device_set) < n_dev
-        for a in args
-    )
-
-
-def _sharded(fn, mesh, n_out_sharded, n_out_psum, n_in_sharded=4):
-    """``fn(Xp, x_sq, valid, wts, *replicated)`` run on each device's share of the chunks (leading axis of
-    the first ``n_in_sharded`` arguments).
-
-    The first ``n_out_sharded`` outputs stay split by chunk; the next ``n_out_psum`` are per-device partial
-    sums, added across devices (the only communication: O(k·d) per call).
-    """
-    P = jax.sharding.PartitionSpec
-    pts = P("points")
-
-    def local(*args):
-        out = fn(*args)
-        return tuple(out[:n_out_sharded]) + tuple(lax.psum(o, "points") for o in out[n_out_sharded:])
-
-    def call(*args):
-        return jax.shard_map(
-            local,
-            mesh=mesh,
-            in_specs=(pts,) * n_in_sharded + (P(),) * (len(args) - n_in_sharded),
-            out_specs=(pts,) * n_out_sharded + (P(),) * n_out_psum,
-            check_vma=False,
-        )(*args)
-
-    return call
-
-
 def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, sample_weight=None) -> KMeansResult:
     """Lloyd iterations from given centres until labels stop changing or the centre shift is within ``tol``.
 
@@ -267,10 +209,11 @@ def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, sample_we
 
     Notes
     -----
-    With several CPU host devices the chunks of points are split over them (see ``_lloyd_mesh``); the
-    clustering is the same, centres and inertia may differ from one device's in the last bits.
+    With several CPU host devices the chunks of points are split over them (see
+    :func:`~jaxclust.kmeans.host_devices.lloyd_mesh`); the clustering is the same, centres and inertia may differ
+    from one device's in the last bits.
     """
-    split = _can_split(X.shape[0] * X.shape[1] * centers.shape[0], X, centers, tol, n_valid, sample_weight)
+    split = can_split(X.shape[0] * X.shape[1] * centers.shape[0], X, centers, tol, n_valid, sample_weight)
     return _lloyd(
         X,
         centers,
@@ -283,13 +226,6 @@ def lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, sample_we
     )
 
 
-def _row_weights(n: int, dtype, n_valid=None, sample_weight=None):
-    """(n,) weight of each row: ``sample_weight`` (default 1) on data rows, 0 on padding (rows >= n_valid)."""
-    valid = jnp.arange(n) < (n if n_valid is None else n_valid)
-    w = jnp.ones((n,), dtype) if sample_weight is None else jnp.asarray(sample_weight, dtype)
-    return jnp.where(valid, w, 0.0)
-
-
 @functools.partial(jax.jit, static_argnames=("max_iter", "chunk", "split"))
 def _lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, sample_weight=None, split=False):
     n, d = X.shape
@@ -297,16 +233,16 @@ def _lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, sample_w
     chunk = chunk or chunk_size(n, k, X.dtype.itemsize)
     centers = centers.astype(X.dtype)
     tol = jnp.asarray(tol, X.dtype)
-    mesh = _lloyd_mesh() if split else None
+    mesh = lloyd_mesh() if split else None
     n_dev = 1 if mesh is None else mesh.size
     Xp, valid = _pad_chunks(X, chunk, n_valid, n_dev)
-    wts = jnp.pad(_row_weights(n, X.dtype, n_valid, sample_weight), (0, valid.size - n)).reshape(valid.shape)
+    wts = jnp.pad(row_weights(n, X.dtype, n_valid, sample_weight), (0, valid.size - n)).reshape(valid.shape)
     x_sq = jnp.sum(Xp * Xp, axis=2)
     Xflat = Xp.reshape(-1, d)
     # Several devices: each runs the fused scan over its share of the chunks; (sums, counts) are all-reduced.
     # The cluster sums are then added in a different order, so centres may differ from one device's in the last
     # bits. One device: the plain scan, unchanged.
-    fused = _fused_step if mesh is None else _sharded(_fused_step, mesh, 2, 2)
+    fused = _fused_step if mesh is None else sharded(_fused_step, mesh, 2, 2)
 
     def cond(s: _LloydState):
         return (s.n_iter < max_iter) & ~s.done
@@ -352,7 +288,7 @@ def _lloyd(X, centers, tol=0.0, max_iter=300, chunk=None, n_valid=None, sample_w
         _, (labels, dist) = lax.scan(final, None, (Xp, old_labels, valid, wts))
         return labels, dist
 
-    final_fn = final_pass if mesh is None else _sharded(final_pass, mesh, 2, 0)
+    final_fn = final_pass if mesh is None else sharded(final_pass, mesh, 2, 0)
     labels, dist = final_fn(Xp, s.labels, valid, wts, s.centers, s.strict)
     return KMeansResult(s.centers, labels.reshape(-1)[:n], jnp.sum(dist), s.n_iter)
 
@@ -379,61 +315,6 @@ def _assign(X, centers, chunk):
     return labels.reshape(-1)[:n], dist.reshape(-1)[:n]
 
 
-@functools.partial(jax.jit, static_argnames=("n_clusters", "n_local_trials"))
-def kmeans_plusplus(
-    key, X, n_clusters: int, n_local_trials: int | None = None, n_valid=None, sample_weight=None
-):
-    """Greedy k-means++ seeding (Arthur & Vassilvitskii 2007, greedy variant as in scikit-learn).
-
-    The first centre is a draw with probability proportional to the sample weight (uniform by default); each
-    further centre is the best (lowest resulting weighted potential) of ``n_local_trials`` candidates drawn with
-    probability proportional to weight times the squared distance to the closest centre chosen so far.
-
-    Parameters
-    ----------
-    key : PRNG key
-    X : (n, d) float array
-    n_clusters : int (static)
-    n_local_trials : int or None (static), default ``2 + floor(log k)``.
-    n_valid : scalar or None (traced), rows past it are padding and never chosen.
-    sample_weight : (n,) non-negative float array or None (traced); rows of weight 0 are never chosen.
-
-    Returns
-    -------
-    (n_clusters, d) array of centres (rows of X).
-    """
-    n, d = X.shape
-    trials = n_local_trials or 2 + int(math.log(n_clusters))
-    x_sq = jnp.sum(X * X, axis=1)
-    n_valid = n if n_valid is None else n_valid
-    w = _row_weights(n, X.dtype, n_valid, sample_weight)
-    key_first, key_rest = jax.random.split(key)
-    last = jnp.max(jnp.where(w > 0, jnp.arange(n), 0))  # searchsorted can land past it only by rounding
-
-    def draw(mass, u):  # rows with probability ∝ their share of ``mass``; a row adding nothing is never drawn
-        cum = jnp.cumsum(mass)
-        return jnp.minimum(jnp.searchsorted(cum, u * jnp.sum(mass), side="right"), last)
-
-    first = draw(w, jax.random.uniform(key_first, (), X.dtype))
-
-    def sq_dist_to(idx):  # (m,) indices -> (m, n) squared distances
-        c = X[idx]
-        return jnp.maximum(x_sq[idx][:, None] - 2.0 * (c @ X.T) + x_sq[None, :], 0.0)
-
-    closest = sq_dist_to(first[None])[0]
-    centers = jnp.zeros((n_clusters, d), X.dtype).at[0].set(X[first])
-
-    def body(c, carry):
-        centers, closest = carry
-        cand = draw(w * closest, jax.random.uniform(jax.random.fold_in(key_rest, c), (trials,), X.dtype))
-        d_cand = jnp.minimum(closest[None, :], sq_dist_to(cand))  # (trials, n)
-        best = jnp.argmin(d_cand @ w)
-        return centers.at[c].set(X[cand[best]]), d_cand[best]
-
-    centers, _ = lax.fori_loop(1, n_clusters, body, (centers, closest))
-    return centers
-
-
 def kmeans(
     key,
     X,
@@ -450,7 +331,7 @@ def kmeans(
     ``tol`` is absolute, ``n_valid`` marks padding and ``sample_weight`` weighs the rows (see :func:`lloyd`).
     Returns a :class:`KMeansResult` whose ``n_iter`` is the best run's.
     """
-    split = _can_split(X.shape[0] * X.shape[1] * n_clusters * n_init, key, X, tol, n_valid, sample_weight)
+    split = can_split(X.shape[0] * X.shape[1] * n_clusters * n_init, key, X, tol, n_valid, sample_weight)
     return _kmeans(key, X, n_clusters, n_init, max_iter, tol, chunk, n_valid, sample_weight, split)
 
 
@@ -580,7 +461,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                 if self.init == "k-means++":
                     res = kmeans(key, Xj, k, **run, sample_weight=wj)
                 else:
-                    split = _can_split(Xj.shape[0] * Xj.shape[1] * k * int(self.n_init), key)
+                    split = can_split(Xj.shape[0] * Xj.shape[1] * k * int(self.n_init), key)
                     res = _kmeans_random(key, Xj, k, **run, sample_weight=wj, split=split)
             else:
                 res = lloyd(
@@ -681,7 +562,7 @@ def _kmeans_random(key, X, n_clusters, n_init, max_iter, tol, n_valid, sample_we
     """Restarts from ``n_clusters`` distinct rows drawn without replacement, with probability proportional to
     their weights (uniformly by default)."""
     keys = jax.random.split(key, n_init)
-    log_w = jnp.log(_row_weights(X.shape[0], X.dtype, n_valid, sample_weight))
+    log_w = jnp.log(row_weights(X.shape[0], X.dtype, n_valid, sample_weight))
 
     def one(k):
         # Gumbel top-k: the same law as successive draws without replacement in proportion to the weights.

@@ -77,11 +77,11 @@ def test_lloyd_on_host_devices_matches_one_device_and_sklearn(single, n_devices)
     code = textwrap.dedent(f"""
         import json, sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
-        import jaxclust.kmeans.lloyd_kmeans as km
+        import jaxclust.kmeans.host_devices as hd
         from test_kmeans_devices import run_cases
-        assert km._lloyd_mesh() is not None and km._lloyd_mesh().size == {n_devices}
-        small = km._can_split(1003 * 5 * 7)  # below the work threshold: one device
-        km._SPLIT_MIN_WORK = 0  # split every case below, however small
+        assert hd.lloyd_mesh() is not None and hd.lloyd_mesh().size == {n_devices}
+        small = hd.can_split(1003 * 5 * 7)  # below the work threshold: one device
+        hd.SPLIT_MIN_WORK = 0  # split every case below, however small
         out = run_cases()
         out["small_split"] = small
         print(json.dumps(out))
