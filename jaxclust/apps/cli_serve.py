@@ -81,7 +81,7 @@ def serve(
     if not 0 <= port <= 65535:
         fail(f"--port: expected a port number 0..65535, got {port}")
     try:
-        from jaxclust.apps.serve import run_serve  # loads JAX, Starlette and Uvicorn
+        from jaxclust.apps.serve_run import run_serve  # loads JAX, Starlette and Uvicorn
     except ImportError as exc:
         fail(str(exc))
     try:

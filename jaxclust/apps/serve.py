@@ -24,6 +24,9 @@ to this machine's own names. Images are read only from regular image files under
 (:mod:`jaxclust.apps.serve_items`). Every item and name is escaped; pages allow scripts and styles from the
 server only (Content-Security-Policy); request bodies are bounded (``max_body`` bytes); a bad request gets a
 4xx page or JSON with a message, an unexpected error a 500 without a trace (the trace goes to the server's log).
+
+The pages' style, script, headers and request readers are in :mod:`jaxclust.apps.serve_http`; opening the team
+session from the command line's options and serving it, in :mod:`jaxclust.apps.serve_run`.
 """
 
 from __future__ import annotations
@@ -32,24 +35,22 @@ import html
 import io
 import json
 import logging
-import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote
+from urllib.parse import quote, unquote
 
 import numpy as np
 
 from jaxclust.active.agreement import error_rates, store_agreement
-from jaxclust.active.answer_log import is_sqlite_path
 from jaxclust.active.oracles import item_label, shorten
 from jaxclust.active.replies import ANSWERS, KEYS, WORDS
-from jaxclust.active.store import AnswerStore, check_annotator
+from jaxclust.active.store import check_annotator
 from jaxclust.active.team import Question, TeamSession
-from jaxclust.apps.annotate import check_annotate_options, labels_csv
+from jaxclust.apps.annotate import labels_csv
 from jaxclust.apps.features import projection_2d
-from jaxclust.apps.items import Items, read_items
-from jaxclust.apps.opening import DEFAULT_STOP_ENTROPY, DEFAULT_STRATEGY, open_session
-from jaxclust.apps.serve_access import Guard, allowed_hosts, check_token, is_loopback, new_token
+from jaxclust.apps.items import Items
+from jaxclust.apps.serve_access import Guard, check_token
+from jaxclust.apps.serve_http import HEADERS, SCRIPT, STYLE, error_page, form_of, json_object, pair_of
 from jaxclust.apps.serve_items import ItemView
 from jaxclust.errors import (
     InvalidInputError,
@@ -71,78 +72,13 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
         'jaxclust serve needs Starlette and Uvicorn: pip install "jaxclust[serve]"', name="starlette"
     ) from exc
 
-__all__ = [
-    "make_app",
-    "open_team",
-    "run_serve",
-    "MAX_BODY",
-]
+__all__ = ["make_app", "MAX_BODY"]
 
 log = logging.getLogger("jaxclust.serve")
 
 #: Largest request body accepted (bytes): an answer is a few dozen.
 MAX_BODY = 16 * 1024
 COOKIE_NAME = "jaxclust_annotator"
-
-
-STYLE = """
-body{font-family:system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
-nav{background:#243447;color:#fff;padding:.5em 1em;display:flex;gap:1em;align-items:center;flex-wrap:wrap}
-nav a{color:#cde}nav .who{margin-left:auto}main{max-width:70em;margin:1em auto;padding:0 1em}
-.pair{display:flex;gap:1em}.card{flex:1;background:#fff;border:1px solid #ccd;border-radius:6px;padding:1em}
-.name{font-weight:600;margin-bottom:.4em}.conf{color:#445;margin:.2em 0}
-.context{color:#555;font-size:.9em;margin-top:.4em}
-img.item{max-width:100%;max-height:20em}img.small{max-width:26em}.why{color:#445;margin:.6em 0}
-.buttons{display:flex;gap:.6em;margin:1em 0;flex-wrap:wrap}button{font-size:1em;padding:.5em 1em;border-radius:5px;
-border:1px solid #889;cursor:pointer}button.must{background:#d7f0d7}button.cannot{background:#f5d6d6}
-button.unknown{background:#eee}button.undo{background:#fff3cd}kbd{background:#eee;border:1px solid #bbb;
-border-radius:3px;padding:0 .3em;font-size:.85em}.msg{background:#eef4ff;border-left:4px solid #58f;padding:.5em}
-.err{background:#fdecea;border-left:4px solid #d33;padding:.5em}table{border-collapse:collapse;margin:.5em 0}
-td,th{border:1px solid #ccd;padding:.25em .6em;text-align:left;vertical-align:top}.progress{color:#445}
-"""
-
-#: The page's keyboard shortcuts: the keys of :mod:`jaxclust.active.replies`.
-SHORTCUTS = {k: a for a in (*ANSWERS, "undo") for k in KEYS[a]}
-
-SCRIPT = """
-(function () {
-  var keys = SHORTCUTS;
-  var sent = false;
-  document.addEventListener("keydown", function (e) {
-    if (sent || e.ctrlKey || e.metaKey || e.altKey || /^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName)) return;
-    var b = document.querySelector('button[data-key="' + keys[e.key.toLowerCase()] + '"]');
-    if (!b) return;
-    e.preventDefault();
-    sent = true;
-    b.click();
-  });
-})();
-""".replace("SHORTCUTS", json.dumps(SHORTCUTS))
-
-_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; img-src 'self'; style-src 'self'; script-src 'self'; "
-    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
-
-
-async def form_of(request: Request) -> dict[str, str]:
-    """The fields of a posted form (``application/x-www-form-urlencoded``, the pages' only kind), first value
-    of each."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != "application/x-www-form-urlencoded":
-        raise HTTPException(
-            415, f"expected a form (application/x-www-form-urlencoded), got {kind or 'no body type'}"
-        )
-    try:
-        fields = parse_qs(
-            (await request.body()).decode("utf-8"), max_num_fields=20, strict_parsing=False, errors="strict"
-        )
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise HTTPException(400, f"the form could not be read ({exc})") from exc
-    return {k: v[0] for k, v in fields.items()}
 
 
 class App:
@@ -188,7 +124,7 @@ class App:
             f"<a href=/export/labels.csv>labels.csv</a><a href=/export/answers.jsonl>answers.jsonl</a>{me}</nav>"
             f"<main>{body}</main><script src=/static/keys.js></script></body></html>"
         )
-        return HTMLResponse(text, headers=_HEADERS)
+        return HTMLResponse(text, headers=HEADERS)
 
     def progress(self, who: str) -> str:
         s = self.team.status()
@@ -297,7 +233,7 @@ class App:
         return response
 
     def answer_of(self, fields: Any, form: bool = True) -> tuple[int, int, str]:
-        i, j = _pair_of(fields, "i", "j", "the pair asked", form)
+        i, j = pair_of(fields, "i", "j", "the pair asked", form)
         answer = fields.get("answer")
         if answer not in ANSWERS:
             raise HTTPException(400, f"answer: expected one of {', '.join(ANSWERS)}, got {answer!r}")
@@ -325,7 +261,7 @@ class App:
         who = self.who(request)
         form = await form_of(request) if await request.body() else {}
         # the page names the answer it offers to undo: sent twice, it undoes one (a bare post: the latest)
-        pair = _pair_of(form, "undo_i", "undo_j", "the answer to undo") if "undo_i" in form else None
+        pair = pair_of(form, "undo_i", "undo_j", "the answer to undo") if "undo_i" in form else None
         undone = await run_in_threadpool(self.team.undo, who, pair)
         if undone is None and pair is None:
             self.messages[who] = ("msg", "Nothing to undo: you have no answer in effect.")
@@ -398,7 +334,7 @@ class App:
             raise HTTPException(404, "no clustering yet: the model's first fit is not done")
         if self._figure is None or self._figure[0] != n_fits:
             self._figure = (n_fits, await run_in_threadpool(self.draw, labels, n_fits))
-        return Response(self._figure[1], media_type="image/png", headers=_HEADERS)
+        return Response(self._figure[1], media_type="image/png", headers=HEADERS)
 
     def draw(self, labels: np.ndarray, n_fits: int) -> bytes:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -466,7 +402,7 @@ class App:
         return Response(
             text,
             media_type="text/csv; charset=utf-8",
-            headers={**_HEADERS, "Content-Disposition": "attachment; filename=labels.csv"},
+            headers={**HEADERS, "Content-Disposition": "attachment; filename=labels.csv"},
         )
 
     async def answers_file(self, request: Request):
@@ -476,7 +412,7 @@ class App:
         return Response(
             text,
             media_type="application/x-ndjson; charset=utf-8",
-            headers={**_HEADERS, "Content-Disposition": "attachment; filename=answers.jsonl"},
+            headers={**HEADERS, "Content-Disposition": "attachment; filename=answers.jsonl"},
         )
 
     async def image(self, request: Request):
@@ -484,7 +420,7 @@ class App:
         got = await run_in_threadpool(self.view.image_bytes, k)
         if got is None:
             raise HTTPException(404, f"item {k} has no image")
-        return Response(got[0], media_type=got[1], headers=_HEADERS)
+        return Response(got[0], media_type=got[1], headers=HEADERS)
 
     def records(self) -> list[dict[str, Any]]:
         with self.team.lock:
@@ -517,7 +453,7 @@ class App:
 
     async def api_answer(self, request: Request):
         who = self.who(request)
-        i, j, answer = self.answer_of(await _json_object(request, '{"i", "j", "answer"}'), form=False)
+        i, j, answer = self.answer_of(await json_object(request, '{"i", "j", "answer"}'), form=False)
         stored = await run_in_threadpool(self.team.answer, who, i, j, answer)
         q = await run_in_threadpool(self.team.question, who)
         return JSONResponse({"stored": stored, "next": self.question_json(q)})
@@ -526,8 +462,8 @@ class App:
         who = self.who(request)
         pair = None
         if await request.body():  # {"i", "j"}: undo that answer only if it is still the latest in effect
-            pair = _pair_of(
-                await _json_object(request, '{"i", "j"}'), "i", "j", "the answer to undo", form=False
+            pair = pair_of(
+                await json_object(request, '{"i", "j"}'), "i", "j", "the answer to undo", form=False
             )
         undone = await run_in_threadpool(self.team.undo, who, pair)
         if undone is None and pair is not None:
@@ -541,42 +477,6 @@ class App:
 
     async def api_status(self, request: Request):
         return JSONResponse(await run_in_threadpool(self.team.status))
-
-
-def _pair_of(fields: dict, a: str, b: str, what: str, form: bool = True) -> tuple[int, int]:
-    """Two item numbers: a form's decimal digits (``int`` would read ``"1_1"`` as 11), or with ``form=False``
-    JSON integers (not strings, floats or booleans)."""
-
-    def one(v):
-        if not form and isinstance(v, int) and not isinstance(v, bool):
-            return v
-        if form and isinstance(v, str) and re.fullmatch(r"[0-9]{1,12}", v):
-            return int(v)
-        raise HTTPException(400, f"{a}, {b}: expected the item numbers of {what} (integers), got {v!r}")
-
-    return one(fields.get(a)), one(fields.get(b))
-
-
-async def _json_object(request: Request, shape: str) -> dict:
-    """The request's body as a JSON object; 400 for anything else (nesting too deep to read included)."""
-    try:
-        body = json.loads(await request.body())
-    except (ValueError, RecursionError) as exc:
-        raise HTTPException(400, f"expected a JSON object {shape}") from exc
-    if not isinstance(body, dict):
-        raise HTTPException(400, f"expected a JSON object {shape}")
-    return body
-
-
-def _error_page(status: int, text: str, request: Request):
-    if request.url.path.startswith("/api/"):
-        return JSONResponse({"error": text}, status_code=status, headers=_HEADERS)
-    body = (
-        "<!doctype html><html lang=en><head><meta charset=utf-8><title>error</title>"
-        f"<link rel=stylesheet href=/static/style.css></head><body><main><p class=err>{html.escape(text)}</p>"
-        "<p><a href=/>back to the questions</a></p></main></body></html>"
-    )
-    return HTMLResponse(body, status_code=status, headers=_HEADERS)
 
 
 def make_app(
@@ -593,8 +493,9 @@ def make_app(
 
     ``token``: required of every request when given (see the module docstring; :func:`check_token`);
     ``max_body``: largest request body in bytes; ``title``: shown in the page header (default: the store's file
-    name); ``hosts``: the names requests may address (the Host header, :func:`allowed_hosts`), None for any;
-    ``image_root``: the folder images are served from (:class:`ItemView`). The caller starts and closes ``team``.
+    name); ``hosts``: the names requests may address (the Host header,
+    :func:`~jaxclust.apps.serve_access.allowed_hosts`), None for any; ``image_root``: the folder images are
+    served from (:class:`ItemView`). The caller starts and closes ``team``.
     """
     if len(items) != team.n:
         raise InvalidInputError(f"items: {len(items)} items, the team session has {team.n}")
@@ -603,25 +504,25 @@ def make_app(
     app = App(team, ItemView(items, root=image_root), title or team.store.path.name)
 
     async def http_error(request: Request, exc: HTTPException):
-        return _error_page(exc.status_code, str(exc.detail), request)
+        return error_page(exc.status_code, str(exc.detail), request)
 
     async def jaxclust_error(request: Request, exc: JaxclustError):
         if isinstance(exc, QuestionError):
-            return _error_page(409, str(exc), request)
+            return error_page(409, str(exc), request)
         if isinstance(exc, StoreError):
             log.error("answer store: %s", exc)
-            return _error_page(503, f"{exc} (the answer was not saved)", request)
-        return _error_page(400, str(exc), request)
+            return error_page(503, f"{exc} (the answer was not saved)", request)
+        return error_page(400, str(exc), request)
 
     async def unexpected(request: Request, exc: Exception):
         log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return _error_page(500, "internal error: the server's log has the details", request)
+        return error_page(500, "internal error: the server's log has the details", request)
 
     async def static_style(request: Request):
-        return Response(STYLE, media_type="text/css", headers=_HEADERS)
+        return Response(STYLE, media_type="text/css", headers=HEADERS)
 
     async def static_keys(request: Request):
-        return Response(SCRIPT, media_type="text/javascript", headers=_HEADERS)
+        return Response(SCRIPT, media_type="text/javascript", headers=HEADERS)
 
     routes = [
         Route("/", app.home),
@@ -649,120 +550,3 @@ def make_app(
     web.add_middleware(Guard, token=token, max_body=int(max_body), hosts=hosts)
     web.state.annotator = app
     return web
-
-
-def open_team(
-    data: str | Path,
-    store: str | Path,
-    *,
-    n_queries: int | None = None,
-    double: float = 0.1,
-    strategy: str = DEFAULT_STRATEGY,
-    stop_entropy: float | None = DEFAULT_STOP_ENTROPY,
-    random_state: int = 0,
-    sampler_options: dict[str, int] | None = None,
-    text_column: str | None = None,
-    name_column: str | None = None,
-    context_column: str | None = None,
-    ignore_columns: Any = (),
-    spelled: dict[str, str] | None = None,
-    model: Any = None,
-    featurizer: Any = None,
-) -> tuple[Items, AnswerStore, TeamSession]:
-    """Read the items as ``jaxclust annotate`` does, open the store (an SQLite store shared, so that
-    ``jaxclust store stats`` and ``annotate --shared`` sessions work beside the server) and make the team
-    session (not started). Every option is checked before anything is read or created. ``featurizer``: texts
-    only, as for :func:`jaxclust.apps.opening.open_session`."""
-    check_annotate_options(
-        data,
-        store,
-        0 if n_queries is None else n_queries,
-        strategy,
-        1,
-        None,
-        stop_entropy,
-        spelled,
-        text_column=text_column,
-        name_column=name_column,
-        context_column=context_column,
-        ignore_columns=ignore_columns,
-    )
-    flag = (spelled or {}).get
-    if isinstance(double, bool) or not isinstance(double, int | float) or not 0.0 <= double <= 1.0:
-        raise InvalidInputError(
-            f"{flag('double', 'double')}: expected a share of the pairs in [0, 1], got {double!r}"
-        )
-    items = read_items(data, text_column, name_column, context_column, spelled, tuple(ignore_columns or ()))
-    opened = open_session(
-        items,
-        store,
-        shared=is_sqlite_path(Path(store)),
-        model=model,
-        random_state=random_state,
-        sampler_options=sampler_options,
-        featurizer=featurizer,
-        strategy=strategy,
-        stop_entropy=stop_entropy,
-    )
-    answers = opened.store
-    try:
-        team = TeamSession(
-            opened.learner, opened.X, answers, n_queries=n_queries, double=double, random_state=random_state
-        )
-    except BaseException:
-        answers.close()
-        raise
-    return items, answers, team
-
-
-def run_serve(
-    data: str | Path,
-    store: str | Path,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    token: str | None = None,
-    say=print,
-    **options: Any,
-) -> None:
-    """``jaxclust serve``: open the team session (:func:`open_team`, with ``options``) and serve it until
-    interrupted. A host other than a loopback address needs a token: ``token``, or one generated and printed."""
-    import socket
-
-    import uvicorn
-
-    if token is not None:
-        check_token(token, flag=(options.get("spelled") or {}).get("token", "token"))
-    items, answers, team = open_team(data, store, **options)
-    try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        # IPPROTO_TCP named: asyncio then sets TCP_NODELAY on each connection (else a reply sent in two writes
-        # waits ~40 ms for the client's delayed acknowledgement)
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            sock.close()
-            raise InvalidInputError(
-                f"--port: cannot listen on {host}:{port} ({exc.strerror or exc})"
-            ) from exc
-        sock.listen(2048)  # connections wait in the backlog until Uvicorn accepts them
-        bound, port = sock.getsockname()[:2]
-        local = is_loopback(bound)  # from the address bound, never from the name's text
-        if token is None and not local:
-            token = new_token()
-        web = make_app(team, items, token=token, hosts=allowed_hosts(bound, token))
-        team.start()
-        shown = f"[{host}]" if ":" in host else host
-        address = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
-        say(
-            f"{len(items)} items, {len(answers)} answers in {store}; serving on {address}"
-            + ("" if local else " (share this address with the team: it holds the access token)")
-        )
-        say("The first fit compiles in the background; questions start at once. Ctrl-C stops the server.")
-        config = uvicorn.Config(web, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
-        uvicorn.Server(config).run(sockets=[sock])
-    finally:
-        team.close()
-        answers.close()

@@ -55,7 +55,8 @@ def check_token(token: str, flag: str = "token") -> str:
 
 def is_loopback(address: str) -> bool:
     """Whether ``address`` is a loopback IP address (only this machine can connect). A name is never one: a
-    server decides from the address it bound (:func:`jaxclust.apps.serve.run_serve`), not from the name it was given."""
+    server decides from the address it bound (:func:`jaxclust.apps.serve_run.run_serve`), not from the name it
+    was given."""
     try:
         return ipaddress.ip_address(address).is_loopback
     except ValueError:
