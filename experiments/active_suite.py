@@ -17,6 +17,9 @@ Methods, all at equal numbers of questions:
   only; the link-entropy batch method with answers joining classes).
 * ``batch_pairs``: the previous default (link-entropy batch method, answers on pairs only).
 * ``random_pairs``: random pairs, answers on pairs only (refit every 10 answers).
+* ``nested_explore``, ``nested_random``: ``ActiveLearner(NestedDPMM(random_state=seed), ...)`` with its
+  defaults (classes of components in the sampled model, answers on its classes): the explore questions refitted
+  after every answer, random pairs refitted every 10 answers.
 
 The DPMM is the ``jaxclust annotate`` model (4 chains, 50 burn-in, 10 samples 3 apart, default prior); with
 the noisy oracle the learner is told ``error_rate=0.1`` (answers as observations), as a user who knows the
@@ -66,6 +69,8 @@ METHODS = (
     "batch_classes",
     "batch_pairs",
     "random_pairs",
+    "nested_explore",
+    "nested_random",
 )
 ORACLES = ("gold", "noisy")
 FLIP_RATE = 0.1
@@ -252,6 +257,22 @@ def run_one(
     t0 = time.perf_counter()
     if method == "cobras":
         curve, seconds = cobras_curve(X, y, n_queries, teller.answer, seed)
+    elif method.startswith("nested_"):
+        from jaxclust import NestedDPMM
+
+        strategy = method.split("_")[1]
+        session = ActiveLearner(
+            NestedDPMM(random_state=seed),
+            teller,
+            strategy=strategy,
+            batch_size=10 if strategy == "random" else 1,
+            random_state=seed,
+            progress=False,
+            error_rate=0.0 if oracle == "gold" else FLIP_RATE,
+        )
+        curve, seconds, _ = _session_curve(session, X, n_queries, teller)
+        while len(curve) < n_queries + 1:
+            curve.append(curve[-1])
     else:
         strategy, propagation = method.split("_")
         strategy = "random" if strategy == "random" else strategy
