@@ -234,6 +234,8 @@ def run_one(
     choose_width_after: int | None = None,
     widths: list | None = None,
     data_dir: str | None = None,
+    dpmm_defaults: bool = False,
+    warm_thin: int | None = None,
 ) -> dict:
     """ONE learning curve (grid kind ``active_suite``): ARI and V-beta after 0..n_queries answers.
 
@@ -242,6 +244,8 @@ def run_one(
     give those answers the highest log-likelihood (of :data:`WIDTHS`) replaces the prior, and a new session
     goes on from the answers so far (:func:`choose_width`); ``widths`` replaces that list (``[0.5]``: the same
     restart at the default width, the control).
+    ``dpmm_defaults``: ``DPMM(random_state=seed)`` as a user writes it, not the chain settings above;
+    ``warm_thin``: the session's ``warm_thin`` (None: the learner's default).
     """
     from jaxclust import DPMM
     from jaxclust.active import ActiveLearner, GoldOracle, NoisyOracle
@@ -254,6 +258,7 @@ def run_one(
     X, y = load(dataset, data_dir)
     teller = GoldOracle(y) if oracle == "gold" else NoisyOracle(y, FLIP_RATE, random_state=seed)
     chosen = None
+    session_kw = {} if warm_thin is None else {"warm_thin": warm_thin}
     t0 = time.perf_counter()
     if method == "cobras":
         curve, seconds = cobras_curve(X, y, n_queries, teller.answer, seed)
@@ -269,6 +274,7 @@ def run_one(
             random_state=seed,
             progress=False,
             error_rate=0.0 if oracle == "gold" else FLIP_RATE,
+            **session_kw,
         )
         curve, seconds, _ = _session_curve(session, X, n_queries, teller)
         while len(curve) < n_queries + 1:
@@ -282,6 +288,8 @@ def run_one(
         settings = dict(
             n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples, thin=thin, random_state=seed
         )
+        if dpmm_defaults:
+            settings = dict(random_state=seed)
         rate = 0.0 if oracle == "gold" else FLIP_RATE
 
         def learner(prior):
@@ -294,6 +302,7 @@ def run_one(
                 progress=False,
                 error_rate=rate,
                 propagation=propagation,
+                **session_kw,
             )
 
         first = n_queries if choose_width_after is None else min(choose_width_after, n_queries)
@@ -485,6 +494,11 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-queries", type=int, default=60)
     ap.add_argument("--prior-scale", type=float, default=None)
+    ap.add_argument("--dpmm-defaults", action="store_true", help="DPMM() as a user writes it (DPMM methods)")
+    ap.add_argument(
+        "--warm-thin", type=int, default=None, help="the session's warm_thin (default: the learner's)"
+    )
+    ap.add_argument("--json", default=None, help="also write the whole record to this file")
     args = ap.parse_args(argv)
     if args.kmeans:
         print(json.dumps(kmeans_reference(), indent=1))
@@ -498,8 +512,18 @@ def main(argv=None) -> None:
         )
         return
     r = run_one(
-        args.dataset, args.method, args.seed, args.oracle, args.n_queries, prior_scale=args.prior_scale
+        args.dataset,
+        args.method,
+        args.seed,
+        args.oracle,
+        args.n_queries,
+        prior_scale=args.prior_scale,
+        dpmm_defaults=args.dpmm_defaults,
+        warm_thin=args.warm_thin,
     )
+    r.update(dpmm_defaults=args.dpmm_defaults, warm_thin=args.warm_thin)
+    if args.json:
+        Path(args.json).write_text(json.dumps(r))
     print(
         json.dumps(
             {

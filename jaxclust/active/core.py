@@ -24,6 +24,7 @@ or writes the learner.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ __all__ = [
     "is_rate_model",
     "RateRule",
     "FIT_SEED_STRIDE",
+    "fit_parameters",
 ]
 
 #: The k-th fit of a session is seeded ``base_seed + FIT_SEED_STRIDE * k``.
@@ -65,6 +67,7 @@ class SessionSettings:
     random_state: Any = 0
     warm_start: bool = True
     warm_burnin: int | None = None
+    warm_thin: int = 1
     block_size: int | None = None
     stop_entropy: float | None = None
     error_rate: Any = 0.0
@@ -109,6 +112,7 @@ class SessionSettings:
             "random_state": repr(self.random_state),
             "warm_start": bool(self.warm_start),
             "warm_burnin": self.burnin_for(model),
+            "warm_thin": int(self.warm_thin),
             "stop_entropy": None if self.stop_entropy is None else float(self.stop_entropy),
             "error_rate": _described(self.error_rate),
             "propagation": self.propagation,
@@ -162,6 +166,18 @@ class Fit(NamedTuple):
     n_burnin: int | None
 
 
+def fit_parameters(fn) -> set[str]:
+    """The names a model's ``fit`` takes by keyword; ``{"constraints"}`` when it takes ``**kwargs`` (nothing more
+    is assumed of it)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return {"constraints"}
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return {"constraints"}
+    return {p.name for p in params}
+
+
 def check_samples(model: Any, n: int) -> np.ndarray:
     """The fitted ``model``'s ``samples_`` (S, n) as integers: at least one partition of the ``n`` items, every
     label a whole number; ``InvalidInputError`` naming the model otherwise (questions are asked about these
@@ -200,7 +216,8 @@ def fit_model(
 ) -> Fit:
     """Fit ``model`` (modified in place) to ``X`` (n, D) under ``constraints``, seeded ``seed`` and started from
     ``warm_from`` (C, n) when given and ``settings.warm_start``, and read its samples as ``settings.propagation``
-    says."""
+    says. A warm refit runs ``n_burnin`` (default :meth:`SessionSettings.burnin_for`) burn-in sweeps and keeps
+    the model's number of samples ``settings.warm_thin`` apart, when the model's ``fit`` takes ``thin``."""
     if hasattr(model, "set_params") and "random_state" in model.get_params(deep=False):
         model.set_params(random_state=seed)
     kwargs: dict[str, Any] = {"constraints": constraints}
@@ -210,6 +227,8 @@ def fit_model(
         kwargs["init_labels"] = np.asarray(warm_from)
         burn = settings.burnin_for(model) if n_burnin is None else int(n_burnin)
         kwargs["n_burnin"] = burn
+        if "thin" in fit_parameters(model.fit):
+            kwargs["thin"] = settings.warm_thin
     model.fit(X, **kwargs)
     samples = check_samples(model, X.shape[0])
     best = getattr(model, "labels_", None)

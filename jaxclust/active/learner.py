@@ -11,6 +11,13 @@ the chain's stationary law is unchanged; a start that is already near the old po
 the new one by a few constraints) just needs fewer sweeps to forget its start. Set ``warm_start=False`` to
 refit from scratch.
 
+The refit budget. A person waits for every refit, so the session, not the model, sets its length: a warm refit
+keeps the model's number of samples per chain but takes them on consecutive sweeps (``warm_thin=1``), where a
+one-off fit spaces them out. Consecutive samples of a chain are more alike, and the link entropy reads them
+across chains and samples alike; what the questions lose by it is measured on the active suite
+(``experiments/README.md``), what the person gains is a shorter refit of ``DPMM()`` (10 + 20 sweeps,
+not 10 + 100).
+
 Conflicts. Answers are turned into constraints with ``on_conflict="drop"`` semantics: an answer that
 contradicts the constraints kept so far (possible with noisy people and pre-chosen batches, two annotators, or
 user-supplied initial constraints) is dropped, recorded in the store with ``kept=False`` and reported in the
@@ -66,7 +73,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxclust.active.core import RateRule, SessionSettings
+from jaxclust.active.core import RateRule, SessionSettings, fit_parameters
 from jaxclust.active.oracles import SessionStopped, UndoLast, ask
 from jaxclust.active.replies import WORDS
 from jaxclust.active.selection import STRATEGIES
@@ -94,19 +101,6 @@ __all__ = ["ActiveLearner", "score_samples", "data_fingerprint", "describe_confl
 #: "different" answer shows to hold two (:mod:`jaxclust.active.classes`), ``"components"`` only joins whole
 #: components, ``"pairs"`` leaves the model's components as they are (an answer constrains its two items only).
 PROPAGATIONS = ("classes", "components", "pairs")
-
-
-def _parameters(fn) -> set[str]:
-    """Names ``fn`` takes (every name when it takes ``**kwargs``)."""
-    import inspect
-
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):  # pragma: no cover - builtins
-        return {"constraints"}
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        return {"constraints"}
-    return {p.name for p in params}
 
 
 def _clone(model: Any) -> Any:
@@ -180,6 +174,11 @@ class ActiveLearner:
     warm_burnin : int or None
         Burn-in sweeps of a warm refit; default ``max(10, model.n_burnin // 5)`` (10 when the model's
         ``n_burnin`` is ``None``, i.e. its own default).
+    warm_thin : int
+        Sweeps between the kept samples of a warm refit (for a model whose ``fit`` takes ``thin``, e.g.
+        :class:`~jaxclust.DPMM` and :class:`~jaxclust.NestedDPMM`); default 1: a warm refit of ``DPMM()`` runs
+        10 + 20 sweeps where its first fit runs 100 + 20 x 5. The session, not the model, sets what a person
+        waits for after each answer (see the module docstring).
     block_size : int or None
         Row block of the entropy sweep.
     progress : bool
@@ -266,6 +265,7 @@ class ActiveLearner:
         "min_samples": Int(1),
         "warm_start": Options((True, False)),
         "warm_burnin": Int(0, none=True),
+        "warm_thin": Int(1),
         "block_size": Int(1, none=True),
         "stop_entropy": Real(0.0, _LN2, none=True),
         "error_rate": PerKey(RateRule(), "annotator"),
@@ -285,6 +285,7 @@ class ActiveLearner:
         store=None,
         warm_start: bool = True,
         warm_burnin: int | None = None,
+        warm_thin: int = 1,
         block_size: int | None = None,
         progress: bool = True,
         stop_entropy: float | None = None,
@@ -302,6 +303,7 @@ class ActiveLearner:
         self.store = store
         self.warm_start = warm_start
         self.warm_burnin = warm_burnin
+        self.warm_thin = warm_thin
         self.block_size = block_size
         self.progress = progress
         self.stop_entropy = stop_entropy
@@ -316,7 +318,7 @@ class ActiveLearner:
         (:class:`~jaxclust.active.core.SessionSettings`); ``InvalidInputError`` naming the first bad one."""
         checked = validate_params(self)
         fit = getattr(self.model, "fit", None)
-        if not callable(fit) or "constraints" not in _parameters(fit):
+        if not callable(fit) or "constraints" not in fit_parameters(fit):
             raise InvalidInputError(
                 f"model: {type(self.model).__name__} cannot be refitted under answers (its fit takes no "
                 "'constraints'); use a model that samples partitions under constraints, e.g. jaxclust.DPMM"

@@ -325,15 +325,7 @@ def run_annotate(
     )
     X, answers, learner, resumed = opened.X, opened.store, opened.learner, opened.resumed
     try:
-        if items.kind == "texts":
-            how = feature_words((answers.meta.get("featurizer") or {}).get("featurizer"))
-            what = f"{_plural(len(items), 'text')}, {_plural(X.shape[1], 'feature')} ({how})"
-        else:
-            what = f"{_plural(len(items), 'item')}, {_plural(X.shape[1], 'feature')}"
-        say(
-            f"{what}; answers go to {store}"
-            + (f" (resuming: {_plural(resumed, 'answer')} already stored)" if resumed else "")
-        )
+        say(_opening(items, X.shape[1], answers, store, resumed))
         if shared:
             say(
                 f"Shared store: you answer as {who}; the other annotators' answers are taken in as they come."
@@ -347,23 +339,47 @@ def run_annotate(
         n_total, n_new = len(answers), answers.n_appended
     finally:
         answers.close()
-    labels = np.asarray(learner.labels_)
-    reason = learner.stop_reason_
-    summary = {
-        "n_items": len(items),
+    summary = _summary(len(items), history, learner, n_new)
+    if labels_out is not None:
+        _write_labels(Path(labels_out), items.names, np.asarray(learner.labels_), items.texts)
+    say(
+        "\n" + "\n".join(_ending(summary, learner, n_queries, n_total, store, labels_out, stop_entropy, flag))
+    )
+    return summary
+
+
+def _opening(items, n_features: int, answers, store, resumed: int) -> str:
+    """The session's first line: what is clustered, on which features, where the answers go."""
+    if items.kind == "texts":
+        how = feature_words((answers.meta.get("featurizer") or {}).get("featurizer"))
+        what = f"{_plural(len(items), 'text')}, {_plural(n_features, 'feature')} ({how})"
+    else:
+        what = f"{_plural(len(items), 'item')}, {_plural(n_features, 'feature')}"
+    return f"{what}; answers go to {store}" + (
+        f" (resuming: {_plural(resumed, 'answer')} already stored)" if resumed else ""
+    )
+
+
+def _summary(n_items: int, history: list[dict], learner, n_new: int) -> dict[str, Any]:
+    """What :func:`run_annotate` returns (see its docstring)."""
+    return {
+        "n_items": n_items,
         "n_answers": history[-1]["n_queries"],
         "n_new": n_new,
         "n_constraints": history[-1]["n_constraints"],
         "n_unknown": history[-1]["n_unknown"],
         "dropped": learner.dropped_,
         "conflicts": [c["message"] for c in learner.conflicts_],
-        "n_clusters": int(len(np.unique(labels))),
+        "n_clusters": int(len(np.unique(np.asarray(learner.labels_)))),
         "stopped": learner.stopped_,
-        "stop_reason": reason,
+        "stop_reason": learner.stop_reason_,
         "max_entropy": learner.max_entropy_,
     }
-    if labels_out is not None:
-        _write_labels(Path(labels_out), items.names, labels, items.texts)
+
+
+def _ending(summary, learner, n_queries, n_total, store, labels_out, stop_entropy, flag) -> list[str]:
+    """The lines that close a session: why it ended, what is stored, how to go on, the contradictions."""
+    reason = summary["stop_reason"]
     stored = (
         f"{_plural(n_total, 'answer')} stored in {store} ({_plural(summary['n_constraints'], 'constraint')}, "
         f"{summary['n_unknown']} don't know, {len(summary['dropped'])} dropped as contradictory); "
@@ -407,9 +423,7 @@ def run_annotate(
         lines += [f"  - {m}" for m in shown]
         if len(summary["conflicts"]) > len(shown):
             lines.append(f"  ... and {len(summary['conflicts']) - len(shown)} more")
-    text = "\n".join(lines)
-    say("\n" + text)
-    return summary
+    return lines
 
 
 def labels_csv(names: list[str], labels: np.ndarray, texts: list[str] | None = None) -> str:

@@ -17,10 +17,24 @@ from jaxclust.apps.cache import use_compilation_cache
 from jaxclust.apps.cli_common import (
     COMPILATION_CACHE_OPTION,
     FEATURES_OPTION,
+    IGNORE_COLUMN_OPTION,
+    MACHINE_CHECK_OPTION,
+    MACHINE_KEY_ENV_OPTION,
+    MACHINE_MODEL_OPTION,
+    MACHINE_URL_OPTION,
+    N_BURNIN_OPTION,
+    N_CHAINS_OPTION,
+    N_SAMPLES_OPTION,
+    NAME_COLUMN_OPTION,
+    SEED_OPTION,
+    TEXT_COLUMN_OPTION,
     Command,
     OneLineErrors,
+    check_count,
     fail,
+    machine_options,
     one_line_warnings,
+    sampler_options,
 )
 from jaxclust.apps.demo import check_demo_options, run_demo
 from jaxclust.errors import JaxclustError
@@ -49,11 +63,6 @@ ANNOTATE_FLAGS = {
 }
 
 
-def _count(value: int | None, flag: str, low: int) -> None:
-    if value is not None and value < low:
-        fail(f"{flag}: expected {'a positive' if low == 1 else 'a non-negative'} integer, got {value}")
-
-
 def demo(
     quick: bool = typer.Option(
         False, "--quick", help="Small sampler, 2 seeds each, 30 questions (about 25 s)."
@@ -67,8 +76,8 @@ def demo(
 ) -> None:
     """Active vs random constraint selection for the constrained DPMM on the wine data (no data needed)."""
 
-    _count(seed, "--seed", 0)
-    _count(n_queries, "--n-queries", 1)
+    check_count(seed, "--seed", 0)
+    check_count(n_queries, "--n-queries", 1)
     try:
         check_demo_options(out, n_queries, seed, spelled={"out_dir": "--out"})
     except JaxclustError as exc:
@@ -98,22 +107,10 @@ def annotate(
         "to resume.",
     ),
     n_queries: int = typer.Option(50, "--n-queries", help="Total questions (stored answers included)."),
-    name_column: str = typer.Option(
-        None, "--name-column", help="Column naming the items (default: first non-numeric column)."
-    ),
+    name_column: str = NAME_COLUMN_OPTION,
     context_column: str = typer.Option(None, "--context-column", help="Column shown as context."),
-    ignore_column: list[str] = typer.Option(
-        None,
-        "--ignore-column",
-        metavar="NAME",
-        help="A CSV column that is neither a feature nor shown (a gold label, a comment); repeat for several.",
-    ),
-    text_column: str = typer.Option(
-        None,
-        "--text-column",
-        help="CSV column (JSON-lines field, default 'text') holding the texts to cluster; texts become features "
-        "(see --features), saved with the store.",
-    ),
+    ignore_column: list[str] = IGNORE_COLUMN_OPTION,
+    text_column: str = TEXT_COLUMN_OPTION,
     features: str = FEATURES_OPTION,
     annotator: str = typer.Option(
         None, "--annotator", help="Your name, stored with each answer (default: your user name)."
@@ -142,36 +139,20 @@ def annotate(
         help="Stop when the model is confident: every unknown pair's link entropy below this many nats "
         "(0.2: co-clustering probability under ~5% or over ~95%); 0 never stops early.",
     ),
-    machine_url: str = typer.Option(
-        None,
-        "--machine-url",
-        metavar="URL",
-        help="Texts only: a chat model answers first (an OpenAI-compatible endpoint, e.g. "
-        "http://127.0.0.1:8080/v1); you answer where its replies split, where the model is sure of the opposite, "
-        "and a share of the rest as checks. Its answers are stored under its name.",
-    ),
-    machine_model: str = typer.Option(None, "--machine-model", metavar="NAME", help="The chat model's name."),
-    machine_key_env: str = typer.Option(
-        None, "--machine-key-env", metavar="VAR", help="Environment variable holding the endpoint's key."
-    ),
-    machine_check: float = typer.Option(
-        0.1,
-        "--machine-check",
-        help="Share of the chat model's answers you also answer, to learn its error rates.",
-    ),
-    n_burnin: int = typer.Option(50, "--n-burnin", help="Sampler burn-in sweeps (first fit)."),
-    n_samples: int = typer.Option(10, "--n-samples", help="Samples per chain."),
-    n_chains: int = typer.Option(4, "--n-chains", help="Sampler chains."),
-    seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
+    machine_url: str = MACHINE_URL_OPTION,
+    machine_model: str = MACHINE_MODEL_OPTION,
+    machine_key_env: str = MACHINE_KEY_ENV_OPTION,
+    machine_check: float = MACHINE_CHECK_OPTION,
+    n_burnin: int = N_BURNIN_OPTION,
+    n_samples: int = N_SAMPLES_OPTION,
+    n_chains: int = N_CHAINS_OPTION,
+    seed: int = SEED_OPTION,
     no_compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
     """Interactive, resumable active clustering of your own texts or data: answer y / n / d (don't know) /
     u (undo) / q."""
 
-    _count(n_burnin, "--n-burnin", 0)
-    _count(n_samples, "--n-samples", 1)
-    _count(n_chains, "--n-chains", 1)
-    _count(seed, "--seed", 0)
+    sampler = sampler_options(n_chains, n_burnin, n_samples, seed)
     try:
         with one_line_warnings():
             use_compilation_cache(not no_compilation_cache)
@@ -186,21 +167,14 @@ def annotate(
                 batch_size=batch_size,
                 labels_out=labels_out,
                 random_state=seed,
-                sampler_options={"n_chains": n_chains, "n_burnin": n_burnin, "n_samples": n_samples},
+                sampler_options=sampler,
                 stop_entropy=stop_entropy,
                 spelled=ANNOTATE_FLAGS,
                 text_column=text_column,
                 featurizer=features,
                 annotator=annotator,
                 shared=shared,
-                machine=None
-                if machine_url is None and machine_model is None
-                else {
-                    "url": machine_url,
-                    "model": machine_model,
-                    "key_env": machine_key_env,
-                    "check": machine_check,
-                },
+                machine=machine_options(machine_url, machine_model, machine_key_env, machine_check),
             )
     except JaxclustError as exc:  # bad file, column, store: one clear line, no traceback
         fail(str(exc))

@@ -26,6 +26,20 @@ except ImportError:  # pragma: no cover - older typer on click
 __all__ = [
     "COMPILATION_CACHE_OPTION",
     "FEATURES_OPTION",
+    "IGNORE_COLUMN_OPTION",
+    "NAME_COLUMN_OPTION",
+    "TEXT_COLUMN_OPTION",
+    "N_BURNIN_OPTION",
+    "N_SAMPLES_OPTION",
+    "N_CHAINS_OPTION",
+    "SEED_OPTION",
+    "MACHINE_URL_OPTION",
+    "MACHINE_MODEL_OPTION",
+    "MACHINE_KEY_ENV_OPTION",
+    "MACHINE_CHECK_OPTION",
+    "check_count",
+    "machine_options",
+    "sampler_options",
     "Command",
     "Group",
     "OneLineErrors",
@@ -50,6 +64,48 @@ FEATURES_OPTION = typer.Option(
     help="Texts only: wordllama (the default when jaxclust[text] is installed: embeddings by meaning, offline), "
     "tfidf (shared words), a .npy of your embeddings (a row per text) or a sentence-transformers model folder. "
     "A resumed store keeps its own.",
+)
+
+#: The items' columns and the sampler's settings, the same on ``annotate`` and ``serve``.
+NAME_COLUMN_OPTION = typer.Option(
+    None,
+    "--name-column",
+    help="CSV column (JSON-lines field) naming the items (default: the first non-numeric column).",
+)
+IGNORE_COLUMN_OPTION = typer.Option(
+    None,
+    "--ignore-column",
+    metavar="NAME",
+    help="A CSV column that is neither a feature nor shown (a gold label, a comment); repeat for several.",
+)
+TEXT_COLUMN_OPTION = typer.Option(
+    None,
+    "--text-column",
+    help="CSV column (JSON-lines field, default 'text') holding the texts to cluster; texts become features "
+    "(see --features), saved with the store.",
+)
+N_BURNIN_OPTION = typer.Option(50, "--n-burnin", help="Sampler burn-in sweeps (first fit).")
+N_SAMPLES_OPTION = typer.Option(10, "--n-samples", help="Samples per chain.")
+N_CHAINS_OPTION = typer.Option(4, "--n-chains", help="Sampler chains.")
+SEED_OPTION = typer.Option(0, "--seed", help="Random seed (>= 0).")
+
+#: A chat model that answers first (see jaxclust.active.chat.MachineFirst).
+MACHINE_URL_OPTION = typer.Option(
+    None,
+    "--machine-url",
+    metavar="URL",
+    help="Texts only: a chat model answers first (an OpenAI-compatible endpoint, e.g. "
+    "http://127.0.0.1:8080/v1); you answer where its replies split, where the model is sure of the opposite, "
+    "and a share of the rest as checks. Its answers are stored under its name.",
+)
+MACHINE_MODEL_OPTION = typer.Option(None, "--machine-model", metavar="NAME", help="The chat model's name.")
+MACHINE_KEY_ENV_OPTION = typer.Option(
+    None, "--machine-key-env", metavar="VAR", help="Environment variable holding the endpoint's key."
+)
+MACHINE_CHECK_OPTION = typer.Option(
+    0.1,
+    "--machine-check",
+    help="Share of the chat model's answers you also answer, to learn its error rates.",
 )
 
 _NO_ARGS = getattr(_cx, "NoArgsIsHelpError", ())
@@ -125,3 +181,26 @@ class OneLineErrors(Group):
             typer.echo("Aborted.", err=True)
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def check_count(value: int | None, flag: str, low: int) -> None:
+    """End the command (:func:`fail`) when the integer option ``flag`` is below ``low`` (0 or 1)."""
+    if value is not None and value < low:
+        fail(f"{flag}: expected {'a positive' if low == 1 else 'a non-negative'} integer, got {value}")
+
+
+def sampler_options(n_chains: int, n_burnin: int, n_samples: int, seed: int) -> dict[str, int]:
+    """``--n-chains``, ``--n-burnin``, ``--n-samples`` and ``--seed`` checked; the first three as the apps'
+    ``sampler_options``."""
+    check_count(n_burnin, "--n-burnin", 0)
+    check_count(n_samples, "--n-samples", 1)
+    check_count(n_chains, "--n-chains", 1)
+    check_count(seed, "--seed", 0)
+    return {"n_chains": n_chains, "n_burnin": n_burnin, "n_samples": n_samples}
+
+
+def machine_options(url: str | None, model: str | None, key_env: str | None, check: float) -> dict | None:
+    """The ``--machine-*`` options as the apps' ``machine`` (None when no chat model is named)."""
+    if url is None and model is None:
+        return None
+    return {"url": url, "model": model, "key_env": key_env, "check": check}

@@ -13,7 +13,20 @@ import typer
 
 from jaxclust.apps.cache import use_compilation_cache
 from jaxclust.apps.cli_active import ANNOTATE_FLAGS
-from jaxclust.apps.cli_common import COMPILATION_CACHE_OPTION, FEATURES_OPTION, fail, one_line_warnings
+from jaxclust.apps.cli_common import (
+    COMPILATION_CACHE_OPTION,
+    FEATURES_OPTION,
+    IGNORE_COLUMN_OPTION,
+    N_BURNIN_OPTION,
+    N_CHAINS_OPTION,
+    N_SAMPLES_OPTION,
+    NAME_COLUMN_OPTION,
+    SEED_OPTION,
+    TEXT_COLUMN_OPTION,
+    fail,
+    one_line_warnings,
+    sampler_options,
+)
 from jaxclust.errors import JaxclustError
 
 __all__ = ["serve", "SERVE_FLAGS"]
@@ -41,20 +54,14 @@ def serve(
         0.1, "--double", help="Share of the pairs asked of two annotators, to measure agreement (0 to 1)."
     ),
     n_queries: int = typer.Option(None, "--n-queries", help="Stop asking new pairs at this many answers."),
-    name_column: str = typer.Option(
-        None, "--name-column", help="CSV column (JSON-lines field) naming the items."
-    ),
+    name_column: str = NAME_COLUMN_OPTION,
     context_column: str = typer.Option(
         None,
         "--context-column",
         help="CSV column shown under each name (an image file path shows the image).",
     ),
-    ignore_column: list[str] = typer.Option(
-        None, "--ignore-column", metavar="NAME", help="A CSV column that is neither a feature nor shown."
-    ),
-    text_column: str = typer.Option(
-        None, "--text-column", help="CSV column (JSON-lines field) holding texts."
-    ),
+    ignore_column: list[str] = IGNORE_COLUMN_OPTION,
+    text_column: str = TEXT_COLUMN_OPTION,
     features: str = FEATURES_OPTION,
     strategy: str = typer.Option(
         "explore", "--strategy", help="explore (default), entropy, naive_batch, random."
@@ -62,22 +69,14 @@ def serve(
     stop_entropy: float = typer.Option(
         0.2, "--stop-entropy", help="Stop asking when every unknown pair's link entropy is below this (nats)."
     ),
-    n_burnin: int = typer.Option(50, "--n-burnin", help="Sampler burn-in sweeps (first fit)."),
-    n_samples: int = typer.Option(10, "--n-samples", help="Samples per chain."),
-    n_chains: int = typer.Option(4, "--n-chains", help="Sampler chains."),
-    seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
+    n_burnin: int = N_BURNIN_OPTION,
+    n_samples: int = N_SAMPLES_OPTION,
+    n_chains: int = N_CHAINS_OPTION,
+    seed: int = SEED_OPTION,
     no_compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
     """A web page where a team answers the model's questions together (needs jaxclust\\[serve])."""
-    for value, flag, low in (
-        (n_burnin, "--n-burnin", 0),
-        (n_samples, "--n-samples", 1),
-        (n_chains, "--n-chains", 1),
-    ):
-        if value < low:
-            fail(f"{flag}: expected {'a positive' if low else 'a non-negative'} integer, got {value}")
-    if seed < 0:
-        fail(f"--seed: expected a non-negative integer, got {seed}")
+    sampler = sampler_options(n_chains, n_burnin, n_samples, seed)
     if not 0 <= port <= 65535:
         fail(f"--port: expected a port number 0..65535, got {port}")
     try:
@@ -99,7 +98,7 @@ def serve(
                 strategy=strategy,
                 stop_entropy=stop_entropy,
                 random_state=seed,
-                sampler_options={"n_chains": n_chains, "n_burnin": n_burnin, "n_samples": n_samples},
+                sampler_options=sampler,
                 text_column=text_column,
                 featurizer=features,
                 name_column=name_column,

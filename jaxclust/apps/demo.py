@@ -276,6 +276,41 @@ def check_demo_options(
         raise InvalidInputError(f"{flag}: cannot write into {existing} (permission denied)")
 
 
+def _summarise(runs: list[dict], grid: np.ndarray, repeats: int, active: str, rand: str):
+    """The demo's ``summary`` (mean V-beta curves on ``grid``, where active is ahead, when it reaches random's
+    final score) and the mean curves by run name."""
+    means = {
+        name: _mean_curve([r for r in runs if r["name"] == name], "v_beta", grid) for name in (active, rand)
+    }
+    ahead = means[active] - means[rand]
+    summary = {
+        "grid": grid.tolist(),
+        "v_beta_mean": {k: v.tolist() for k, v in means.items()},
+        "repeats": repeats,
+        "active_minus_random_last": float(ahead[-1]),
+        "questions_active_ahead": int(np.sum(ahead[1:] > 0)),
+        "questions_points": int(len(grid) - 1),
+        "random_final": float(means[rand][-1]),
+        "active_reaches_random_final_at": queries_to_reach(
+            [r for r in runs if r["name"] == active], float(means[rand][-1])
+        ),
+    }
+    return summary, means
+
+
+def _verdict(summary: dict, means: dict, n_q: int, active: str, rand: str) -> str:
+    """The demo's closing claim, said as a failure when active selection ends at or below random."""
+    reach = summary["active_reaches_random_final_at"]
+    verdict = (
+        f"active is ahead of random at {summary['questions_active_ahead']} of {summary['questions_points']} "
+        f"points; after {n_q} questions {means[active][-1]:.3f} vs {means[rand][-1]:.3f}"
+        + (f"; it reaches random's final V-beta after {reach:.0f} questions" if reach is not None else "")
+    )
+    if summary["active_minus_random_last"] <= 0:
+        verdict = "on this run active selection did NOT beat random: " + verdict
+    return verdict
+
+
 def run_demo(
     quick: bool = False,
     out_dir: str | Path = "jaxclust_demo",
@@ -338,22 +373,7 @@ def run_demo(
         X, y, model, strategies, n_q, min_samples=min_samples, warm_burnin=warm, progress=progress
     )
     grid = np.arange(0, n_q + 1, batch)
-    means = {
-        name: _mean_curve([r for r in runs if r["name"] == name], "v_beta", grid) for name in (active, rand)
-    }
-    ahead = means[active] - means[rand]
-    summary = {
-        "grid": grid.tolist(),
-        "v_beta_mean": {k: v.tolist() for k, v in means.items()},
-        "repeats": repeats,
-        "active_minus_random_last": float(ahead[-1]),
-        "questions_active_ahead": int(np.sum(ahead[1:] > 0)),
-        "questions_points": int(len(grid) - 1),
-        "random_final": float(means[rand][-1]),
-        "active_reaches_random_final_at": queries_to_reach(
-            [r for r in runs if r["name"] == active], float(means[rand][-1])
-        ),
-    }
+    summary, means = _summarise(runs, grid, repeats, active, rand)
     meta = {
         "dataset": "sklearn wine (178 x 13, standardised), 3 classes",
         "quick": quick,
@@ -376,14 +396,6 @@ def run_demo(
         title=f"wine: active vs random constraint selection, constrained DPMM ({repeats} seeds each)",
     ).savefig(out / f"{stem}.png", dpi=110)
     echo(format_table(runs, "v_beta", grid=grid[:: max(1, len(grid) // 10)]))
-    reach = summary["active_reaches_random_final_at"]
-    verdict = (
-        f"active is ahead of random at {summary['questions_active_ahead']} of {summary['questions_points']} "
-        f"points; after {n_q} questions {means[active][-1]:.3f} vs {means[rand][-1]:.3f}"
-        + (f"; it reaches random's final V-beta after {reach:.0f} questions" if reach is not None else "")
-    )
-    if ahead[-1] <= 0:
-        verdict = "on this run active selection did NOT beat random: " + verdict
-    echo(verdict)
+    echo(_verdict(summary, means, n_q, active, rand))
     echo(f"wrote {out / (stem + '.json')} and {out / (stem + '.png')} ({meta['seconds']:.0f} s)")
     return result

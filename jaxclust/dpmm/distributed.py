@@ -135,22 +135,7 @@ def initialize(
     InvalidInputError
         A malformed argument or environment variable (named).
     """
-    num_processes = _merge(
-        _arg_int(num_processes, "num_processes", 1),
-        _env_int("JAX_NUM_PROCESSES", 1),
-        "num_processes",
-        "JAX_NUM_PROCESSES",
-    )
-    process_id = _merge(
-        _arg_int(process_id, "process_id", 0), _env_int("JAX_PROCESS_ID", 0), "process_id", "JAX_PROCESS_ID"
-    )
-    if num_processes is not None and process_id is not None and process_id >= num_processes:
-        raise InvalidInputError(f"process_id: expected 0 .. {num_processes - 1}, got {process_id}")
-    coordinator_address = coordinator_address or os.environ.get("JAX_COORDINATOR_ADDRESS") or None
-    if coordinator_address is not None and (
-        not isinstance(coordinator_address, str) or ":" not in coordinator_address
-    ):
-        raise InvalidInputError(f"coordinator_address: expected 'host:port', got {coordinator_address!r}")
+    coordinator_address, num_processes, process_id = _settings(coordinator_address, num_processes, process_id)
     if num_processes == 1 and not jax.distributed.is_initialized():
         return 0, 1  # one process needs no runtime
     if jax.distributed.is_initialized():
@@ -176,30 +161,57 @@ def initialize(
         )
     except (RuntimeError, ValueError) as exc:
         jax.config.update("jax_cpu_collectives_implementation", previous)
-        if "must be called before" in str(exc):
-            raise DistributedError(
-                "jax.distributed must start before JAX runs anything in this process: call "
-                "jaxclust.dpmm.distributed.initialize() at the top of the script"
-            ) from exc
-        if isinstance(exc, ValueError) and nothing_set:  # no settings and no cluster: one process
-            warnings.warn(
+        if isinstance(exc, ValueError) and nothing_set and "must be called before" not in str(exc):
+            warnings.warn(  # no settings and no cluster: one process
                 "jaxclust.dpmm.distributed.initialize: no multi-process settings (JAX_COORDINATOR_ADDRESS, "
                 "JAX_NUM_PROCESSES, JAX_PROCESS_ID) and no Slurm or Open MPI job found; running as one process",
                 JaxclustWarning,
                 stacklevel=2,
             )
             return 0, 1
-        if isinstance(exc, ValueError):  # JAX found no settings (no cluster environment detected)
-            raise DistributedError(
-                f"{exc} Set JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID (or pass them), or "
-                "run under Slurm or Open MPI"
-            ) from exc
-        raise DistributedError(f"jax.distributed.initialize failed: {exc}") from exc
+        raise _start_failed(exc) from exc
     if num_processes is not None and jax.process_count() != num_processes:  # pragma: no cover - JAX checks
         raise DistributedError(
             f"num_processes: asked for {num_processes} processes, the runtime has {jax.process_count()}"
         )
     return jax.process_index(), jax.process_count()
+
+
+def _settings(coordinator_address, num_processes, process_id) -> tuple[str | None, int | None, int | None]:
+    """The arguments merged with ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID`` (an
+    argument and its variable must agree), checked."""
+    num_processes = _merge(
+        _arg_int(num_processes, "num_processes", 1),
+        _env_int("JAX_NUM_PROCESSES", 1),
+        "num_processes",
+        "JAX_NUM_PROCESSES",
+    )
+    process_id = _merge(
+        _arg_int(process_id, "process_id", 0), _env_int("JAX_PROCESS_ID", 0), "process_id", "JAX_PROCESS_ID"
+    )
+    if num_processes is not None and process_id is not None and process_id >= num_processes:
+        raise InvalidInputError(f"process_id: expected 0 .. {num_processes - 1}, got {process_id}")
+    coordinator_address = coordinator_address or os.environ.get("JAX_COORDINATOR_ADDRESS") or None
+    if coordinator_address is not None and (
+        not isinstance(coordinator_address, str) or ":" not in coordinator_address
+    ):
+        raise InvalidInputError(f"coordinator_address: expected 'host:port', got {coordinator_address!r}")
+    return coordinator_address, num_processes, process_id
+
+
+def _start_failed(exc: Exception) -> DistributedError:
+    """Why ``jax.distributed.initialize`` failed, in words a user can act on."""
+    if "must be called before" in str(exc):
+        return DistributedError(
+            "jax.distributed must start before JAX runs anything in this process: call "
+            "jaxclust.dpmm.distributed.initialize() at the top of the script"
+        )
+    if isinstance(exc, ValueError):  # JAX found no settings (no cluster environment detected)
+        return DistributedError(
+            f"{exc} Set JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID (or pass them), or "
+            "run under Slurm or Open MPI"
+        )
+    return DistributedError(f"jax.distributed.initialize failed: {exc}")
 
 
 def _process_sum(x: float) -> float:

@@ -371,7 +371,7 @@ class DPMM(ClusterMixin, BaseEstimator):
         self.mesh = mesh
         self.max_components = max_components
 
-    def fit(self, X, constraints=None, init_labels=None, n_burnin=None, progress=False):
+    def fit(self, X, constraints=None, init_labels=None, n_burnin=None, progress=False, thin=None):
         """Sample the posterior over partitions of ``X`` (n, D) under ``constraints``.
 
         Parameters
@@ -383,6 +383,11 @@ class DPMM(ClusterMixin, BaseEstimator):
             Warm start, e.g. ``previous.final_labels_``; repaired to satisfy the constraints.
         n_burnin : int, optional
             Overrides the constructor's burn-in for this fit (e.g. short burn-in after a warm start).
+        progress : bool
+            Show a progress bar over the blocks of iterations.
+        thin : int, optional
+            Overrides the constructor's ``thin`` for this fit (an active session's warm refits keep consecutive
+            samples).
         """
         X = check_array(X, name="X", min_rows=2)
         checked = _validate(
@@ -392,7 +397,7 @@ class DPMM(ClusterMixin, BaseEstimator):
             n_chains=self.n_chains,
             n_burnin=self.n_burnin if n_burnin is None else n_burnin,
             n_samples=self.n_samples,
-            thin=self.thin,
+            thin=self.thin if thin is None else thin,
             alpha=self.alpha,
             alpha_prior=self.alpha_prior,
             capacity=self._capacity(),

@@ -21,7 +21,7 @@ from jaxclust.dpmm import nested as N
 from jaxclust.dpmm import nested_splitmerge as MH
 from jaxclust.dpmm.capacity import headroom
 from jaxclust.dpmm.chains import repair_labels
-from jaxclust.validation import Int, Real, check_array, seed_from, validate_params
+from jaxclust.validation import Int, Real, check_array, check_int, seed_from, validate_params
 
 __all__ = ["NestedDPMM"]
 
@@ -232,16 +232,19 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         self.anneal_from = anneal_from
         self.random_state = random_state
 
-    def fit(self, X, y=None, constraints=None, init_labels=None, n_burnin=None) -> NestedDPMM:
+    def fit(self, X, y=None, constraints=None, init_labels=None, n_burnin=None, thin=None) -> NestedDPMM:
         """Sample the classes of ``X`` (n, D) under ``constraints`` (a :class:`~jaxclust.Constraints`, a dict or
         ``(must_link, cannot_link)``; soft answers included). ``init_labels`` (n_chains, n) class labellings start
-        the chains when every hard answer allows them; ``n_burnin`` overrides the parameter for this fit."""
+        the chains when every hard answer allows them; ``n_burnin`` and ``thin`` override the parameters for this
+        fit."""
         p = validate_params(self)
         X = check_array(X, name="X", min_rows=2)
         n, D = X.shape
         cons = as_constraints(constraints, n, where="NestedDPMM.fit")
         cons = Constraints.from_answers(n, _answers(cons), on_conflict="drop")
-        burn = p["n_burnin"] if n_burnin is None else int(n_burnin)
+        burn = p["n_burnin"] if n_burnin is None else check_int(n_burnin, "n_burnin", minimum=0)
+        if thin is not None:
+            p["thin"] = check_int(thin, "thin", minimum=1)
         std = X.std(0)
         Xs = (X - X.mean(0)) / np.where(std > 0, std, 1.0)
         prior = N.NestedPrior(

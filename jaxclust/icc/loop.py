@@ -261,109 +261,76 @@ class ICC(BaseEstimator):
         n = X.shape[0]
         if k > n:
             raise InvalidInputError(f"n_clusters: {k} exceeds the number of rows ({n})")
-        budget = self.budget
-        if isinstance(budget, float) and 0 < budget <= 1:
-            budget = int(round(budget * n))
-        if not (isinstance(budget, (int, np.integer)) and k <= budget <= n):
-            raise InvalidInputError(
-                f"budget: expected a fraction in (0, 1] or an int in [{k}, {n}] "
-                f"(at least one label per cluster), got {self.budget!r}"
-            )
-        ask = _make_oracle(oracle, n)
-        values: list = []  # label values seen, code = position
-        code_of: dict = {}
-
-        def query(indices):
-            labs = ask(np.asarray(indices, np.int64))
-            if len(labs) != len(indices):
-                raise InvalidInputError(
-                    f"oracle: returned {len(labs)} labels for {len(indices)} indices {list(map(int, indices))}"
-                )
-            out = []
-            for v in labs:
-                if v not in code_of:
-                    code_of[v] = len(values)
-                    values.append(v)
-                out.append(code_of[v])
-            return out
-
+        budget = _budget(self.budget, n, k)
+        query = _Coder(_make_oracle(oracle, n))
         checkpoints = sorted(set(int(c) for c in (self.checkpoints or ()) if c <= budget))
-        history: dict[int, np.ndarray] = {}
-        idx: list[int] = []
-        codes: list[int] = []
-
-        history_w: dict[int, np.ndarray] = {}
-
-        def weights(clusters, D):
-            w = silh_const_weights(silh_const_scores(D, clusters, np.asarray(idx), np.asarray(codes)))
-            w[np.asarray(idx)] = 1.0
-            return w
-
-        def record(clusters, D):
-            gen = propagate_labels(clusters, np.asarray(idx), np.asarray(codes), D)
-            due = [c for c in checkpoints if c <= len(idx) and c not in history]
-            if due:
-                w = weights(clusters, D)
-                for c in due:
-                    history[c], history_w[c] = gen, w
-            return gen
-
-        n_iter = 0
+        run = _Run(checkpoints)
         if self.strategy == "klein":
-            D0 = euclidean_distances(X)
-            qi, ql = klein_active_queries(D0, lambda i: query([i])[0], budget)
-            for c in checkpoints:  # single pass: a smaller budget asks a prefix of the same queries
-                m = min(c, len(qi))
-                idx, codes = list(qi[:m]), list(ql[:m])
-                clusters, D = self._cluster(X, np.asarray(idx), np.asarray(codes), rng)
-                history[c] = propagate_labels(clusters, np.asarray(idx), np.asarray(codes), D)
-                history_w[c] = weights(clusters, D)
-                n_iter += 1
-            idx, codes = list(qi), list(ql)
-            clusters, D = self._cluster(X, np.asarray(idx), np.asarray(codes), rng)
-            n_iter += 1
-            gen = propagate_labels(clusters, np.asarray(idx), np.asarray(codes), D)
+            clusters, D = self._klein(X, query, budget, run, rng)
         else:
-            D = euclidean_distances(X)
-            clusters = cut_by_merge_count(complete_link(D), n, k)
-            protos = prototypes(X, clusters)
-            idx, codes = list(protos), query(protos)
-            bar = tqdm(total=budget, initial=len(idx), desc="ICC labels", disable=not self.progress)
-            while True:
-                clusters, D = self._cluster(X, np.asarray(idx), np.asarray(codes), rng)
-                n_iter += 1
-                gen = record(clusters, D)
-                if len(idx) >= budget:
-                    break
-                take = min(self.batch_size, budget - len(idx))
-                unl = np.setdiff1d(np.arange(n), idx)
-                if self.strategy == "random":
-                    new = rng.choice(unl, take, replace=False)
-                else:
-                    s, x, _ = silh_const_scores(D, clusters, np.asarray(idx), np.asarray(codes), True)
-                    # ties (e.g. no opposing label yet: every score is 1) go to the instance farthest from the
-                    # labelled members of its own cluster (the seed's explorative preference), then at random
-                    order = np.lexsort((rng.random(unl.size), -x[unl], s[unl]))
-                    new = unl[order[:take]]
-                idx += [int(i) for i in new]
-                codes += query(new)
-                bar.update(len(new))
-            bar.close()
-        s = silh_const_scores(D, clusters, np.asarray(idx), np.asarray(codes))
+            clusters, D = self._iterate(X, query, budget, k, run, rng)
+        idx, codes = np.asarray(run.idx, np.int64), np.asarray(run.codes, np.int64)
+        s = silh_const_scores(D, clusters, idx, codes)
         w = silh_const_weights(s)
-        w[np.asarray(idx)] = 1.0
-        vals = np.asarray(values, dtype=object)
+        w[idx] = 1.0
+        vals = np.asarray(query.values, dtype=object)
         conv = lambda c: _as_array(vals[c])
-        self.labels_ = conv(gen)
+        self.labels_ = conv(run.gen)
         self.clusters_ = np.asarray(clusters, np.int64)
-        self.queried_ = np.asarray(idx, np.int64)
-        self.query_labels_ = conv(np.asarray(codes, np.int64))
+        self.queried_ = idx
+        self.query_labels_ = conv(codes)
         self.silh_const_ = s
         self.sample_weight_ = w
-        self.history_ = {c: conv(g) for c, g in sorted(history.items())}
-        self.history_weights_ = dict(sorted(history_w.items()))
-        self.n_iter_ = n_iter
+        self.history_ = {c: conv(g) for c, g in sorted(run.history.items())}
+        self.history_weights_ = dict(sorted(run.history_w.items()))
+        self.n_iter_ = run.n_iter
         return self
+
+    def _klein(self, X, query, budget: int, run: _Run, rng):
+        """Klein et al.'s queries, asked once; each checkpoint clusters with a prefix of them."""
+        qi, ql = klein_active_queries(euclidean_distances(X), lambda i: query([i])[0], budget)
+        for c in run.checkpoints:  # single pass: a smaller budget asks a prefix of the same queries
+            m = min(c, len(qi))
+            run.idx, run.codes = list(qi[:m]), list(ql[:m])
+            clusters, D = self._cluster(X, np.asarray(run.idx), np.asarray(run.codes), rng)
+            run.history[c] = propagate_labels(clusters, np.asarray(run.idx), np.asarray(run.codes), D)
+            run.history_w[c] = run.weights(clusters, D)
+            run.n_iter += 1
+        run.idx, run.codes = list(qi), list(ql)
+        clusters, D = self._cluster(X, np.asarray(run.idx), np.asarray(run.codes), rng)
+        run.n_iter += 1
+        run.gen = propagate_labels(clusters, np.asarray(run.idx), np.asarray(run.codes), D)
+        return clusters, D
+
+    def _iterate(self, X, query, budget: int, k: int, run: _Run, rng):
+        """Cluster, label the prototypes, then ask ``batch_size`` more labels per iteration until ``budget``."""
+        n = X.shape[0]
+        D = euclidean_distances(X)
+        protos = prototypes(X, cut_by_merge_count(complete_link(D), n, k))
+        run.idx, run.codes = list(protos), query(protos)
+        bar = tqdm(total=budget, initial=len(run.idx), desc="ICC labels", disable=not self.progress)
+        while True:
+            idx, codes = np.asarray(run.idx), np.asarray(run.codes)
+            clusters, D = self._cluster(X, idx, codes, rng)
+            run.n_iter += 1
+            run.record(clusters, D)
+            if len(run.idx) >= budget:
+                break
+            take = min(self.batch_size, budget - len(run.idx))
+            unl = np.setdiff1d(np.arange(n), run.idx)
+            if self.strategy == "random":
+                new = rng.choice(unl, take, replace=False)
+            else:
+                s, x, _ = silh_const_scores(D, clusters, idx, codes, True)
+                # ties (e.g. no opposing label yet: every score is 1) go to the instance farthest from the
+                # labelled members of its own cluster (the seed's explorative preference), then at random
+                order = np.lexsort((rng.random(unl.size), -x[unl], s[unl]))
+                new = unl[order[:take]]
+            run.idx += [int(i) for i in new]
+            run.codes += query(new)
+            bar.update(len(new))
+        bar.close()
+        return clusters, D
 
     def fit_predict(self, X, oracle, y=None):
         """``fit`` then return ``labels_``."""
@@ -372,6 +339,67 @@ class ICC(BaseEstimator):
     def _check_fitted(self):
         if not hasattr(self, "labels_"):
             raise NotFittedError("ICC: call fit first")
+
+
+def _budget(budget, n: int, k: int) -> int:
+    """``budget`` as a number of labels: a fraction of ``n`` or an int, at least one label per cluster."""
+    if isinstance(budget, float) and 0 < budget <= 1:
+        return int(round(budget * n))
+    if not (isinstance(budget, (int, np.integer)) and not isinstance(budget, bool) and k <= budget <= n):
+        raise InvalidInputError(
+            f"budget: expected a fraction in (0, 1] or an int in [{k}, {n}] "
+            f"(at least one label per cluster), got {budget!r}"
+        )
+    return int(budget)
+
+
+class _Coder:
+    """Asks the oracle for labels and codes them by first appearance (``values[code]`` is the label)."""
+
+    def __init__(self, ask):
+        self.ask, self.values, self.code_of = ask, [], {}
+
+    def __call__(self, indices) -> list[int]:
+        labs = self.ask(np.asarray(indices, np.int64))
+        if len(labs) != len(indices):
+            raise InvalidInputError(
+                f"oracle: returned {len(labs)} labels for {len(indices)} indices {list(map(int, indices))}"
+            )
+        out = []
+        for v in labs:
+            if v not in self.code_of:
+                self.code_of[v] = len(self.values)
+                self.values.append(v)
+            out.append(self.code_of[v])
+        return out
+
+
+class _Run:
+    """One ICC run's labelled items (``idx``, ``codes``), its generated labels ``gen`` and the labels and
+    weights kept at each checkpoint."""
+
+    def __init__(self, checkpoints: list[int]):
+        self.checkpoints = checkpoints
+        self.idx: list[int] = []
+        self.codes: list[int] = []
+        self.history: dict[int, np.ndarray] = {}
+        self.history_w: dict[int, np.ndarray] = {}
+        self.gen = None
+        self.n_iter = 0
+
+    def weights(self, clusters, D) -> np.ndarray:
+        idx, codes = np.asarray(self.idx), np.asarray(self.codes)
+        w = silh_const_weights(silh_const_scores(D, clusters, idx, codes))
+        w[idx] = 1.0
+        return w
+
+    def record(self, clusters, D) -> None:
+        self.gen = propagate_labels(clusters, np.asarray(self.idx), np.asarray(self.codes), D)
+        due = [c for c in self.checkpoints if c <= len(self.idx) and c not in self.history]
+        if due:
+            w = self.weights(clusters, D)
+            for c in due:
+                self.history[c], self.history_w[c] = self.gen, w
 
 
 def _as_array(v: np.ndarray) -> np.ndarray:

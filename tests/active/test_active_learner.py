@@ -148,6 +148,28 @@ def test_warm_start_passes_previous_state_and_short_burnin():
     assert not any(f["warm"] for f in cold.model_.fits)
 
 
+class ThinModel(FakeModel):
+    """A model whose fit takes ``thin``: the session sets it on warm refits."""
+
+    def fit(self, X, constraints=None, init_labels=None, n_burnin=None, thin=None):
+        super().fit(X, constraints, init_labels, n_burnin)
+        self.fits[-1]["thin"] = thin
+        return self
+
+
+@pytest.mark.parametrize("warm_thin", [None, 3])
+def test_warm_refits_take_the_sessions_thin(warm_thin):
+    kw = {} if warm_thin is None else {"warm_thin": warm_thin}
+    learner = ActiveLearner(ThinModel(), GoldOracle(GOLD), strategy="entropy", progress=False, **kw)
+    learner.run(X, 3)
+    fits = learner.model_.fits
+    assert fits[0]["thin"] is None  # the first fit is the model's own
+    assert [f["thin"] for f in fits[1:]] == [warm_thin or 1] * (len(fits) - 1)
+    # a model whose fit takes no thin is refitted as before (FakeModel above), and a bad thin is named
+    with pytest.raises(InvalidInputError, match="warm_thin"):
+        ActiveLearner(ThinModel(), GoldOracle(GOLD), warm_thin=0, progress=False).run(X, 1)
+
+
 def test_dont_know_pairs_are_never_asked_again():
     asked = []
 

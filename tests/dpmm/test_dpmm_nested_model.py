@@ -44,6 +44,14 @@ def test_same_seed_same_samples_and_a_bad_warm_start_is_repaired():
     assert all(s[0] != s[1] for s in c.samples_)
 
 
+def test_thin_given_to_fit_is_the_constructors_thin():
+    a = NestedDPMM(**SMALL).fit(X, n_burnin=10, thin=1)
+    b = NestedDPMM(**{**SMALL, "n_burnin": 10, "thin": 1}).fit(X)
+    np.testing.assert_array_equal(a.samples_, b.samples_)
+    with pytest.raises(InvalidInputError, match="thin"):
+        NestedDPMM(**SMALL).fit(X, thin=0)
+
+
 @pytest.mark.parametrize(
     ("params", "match"),
     [

@@ -77,6 +77,19 @@ def test_same_seed_same_samples_and_seed_matters():
     assert not np.array_equal(a.alpha_samples_, other.alpha_samples_)
 
 
+def test_thin_given_to_fit_is_the_constructors_thin():
+    """``fit(thin=)`` (an active session's warm refits) is the model built with that thin: same draws."""
+    c = Constraints(12, must_link=[(0, 1)])
+    first = DPMM(random_state=3, **KW).fit(X12)
+    kw = {**KW, "thin": 1}
+    a = DPMM(random_state=3, **KW).fit(X12, c, init_labels=first.final_labels_, n_burnin=2, thin=1)
+    b = DPMM(random_state=3, **kw).fit(X12, c, init_labels=first.final_labels_, n_burnin=2)
+    np.testing.assert_array_equal(a.samples_, b.samples_)
+    assert a.settings_["thin"] == 1
+    with pytest.raises(InvalidInputError, match="thin"):
+        DPMM(**KW).fit(X12, thin=0)
+
+
 def test_fitted_attributes_are_consistent():
     prior = NormalGamma(mean=0.0, kappa=0.3, shape=2.0, rate=0.5)
     m = DPMM(prior=prior, alpha=1.5, **KW).fit(X12)
