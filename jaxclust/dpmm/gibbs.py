@@ -36,7 +36,7 @@ from jax.scipy.special import gammaln
 from jaxclust.dpmm.draws import categorical
 from jaxclust.dpmm.state import GibbsState, GroupData, MoveInfo, finish, no_moves, partner_terms
 
-__all__ = ["sweep", "visiting_order"]
+__all__ = ["sweep", "visiting_order", "crp_log_weights", "hub_visits"]
 
 
 def _dim(stats) -> int:
@@ -59,6 +59,38 @@ def visiting_order(key, valid: jax.Array) -> jax.Array:
     word = (jax.random.bits(key, (n,), jnp.uint32) >> (n_bits + 1)) << n_bits
     word = word | jnp.arange(n, dtype=jnp.uint32) | jnp.where(valid, jnp.uint32(0), jnp.uint32(1 << 31))
     return (jnp.sort(word) & jnp.uint32((1 << n_bits) - 1)).astype(jnp.int32)
+
+
+def crp_log_weights(counts, m, crp_table, log_alpha):
+    """The CRP part of a group's log-weights over the slots ``(K,)``: ``log Gamma(c + m) - log Gamma(c)`` for an
+    occupied slot of count ``c`` (``m``: the group's size), ``log alpha + log Gamma(m)`` for the first empty slot
+    (the "new" component), -inf for the other empty ones; and whether there was an empty slot. ``crp_table``:
+    ``log Gamma`` of the counts, tabulated."""
+    occupied = counts > 0
+    first_empty = jnp.argmax(~occupied)
+    has_empty = ~occupied[first_empty]
+    is_new = (jnp.arange(counts.shape[0]) == first_empty) & has_empty
+    c_int = counts.astype(jnp.int32)
+    m_int = jnp.maximum(m, 1.0).astype(jnp.int32)
+    log_w = jnp.where(
+        occupied,
+        crp_table[c_int + m_int] - crp_table[c_int],
+        jnp.where(is_new, log_alpha + crp_table[m_int], jnp.asarray(-jnp.inf, crp_table.dtype)),
+    )
+    return log_w, has_empty
+
+
+def hub_visits(key, data: GroupData, dtype):
+    """The hubs (groups with spill rows) in a random order, then -1 padding ``(n_spill_rows,)``, their uniforms,
+    and their number (the data's, the same for every chain)."""
+    n_spill_rows = data.spill.shape[0]
+    owner = data.spill_owner
+    first = (owner >= 0) & (data.spill_span[jnp.maximum(owner, 0), 0] == jnp.arange(n_spill_rows))
+    k_order, k_u = jax.random.split(key)
+    hubs = jnp.where(first, owner, -1)[
+        jnp.argsort(jax.random.uniform(k_order, (n_spill_rows,)) + 2.0 * ~first)
+    ]
+    return hubs, jax.random.uniform(k_u, (n_spill_rows,), dtype=dtype), jnp.sum(first)
 
 
 def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> tuple[GibbsState, MoveInfo]:
@@ -119,18 +151,7 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
         removed = jax.tree.map(lambda p, r: jnp.where(c_old > 0, r, p), prior, removed)
         slots = jax.tree.map(lambda a, r: a.at[k_old].set(r), slots, removed)
         counts = counts.at[k_old].set(c_old)
-        # CRP part of the weights: occupied slots, and the first empty slot as "new"
-        occupied = counts > 0
-        first_empty = jnp.argmax(~occupied)
-        has_empty = ~occupied[first_empty]
-        is_new = (slot_ids == first_empty) & has_empty
-        c_int = counts.astype(jnp.int32)
-        m_int = jnp.maximum(m, 1.0).astype(jnp.int32)
-        log_w = jnp.where(
-            occupied,
-            crp_table[c_int + m_int] - crp_table[c_int],
-            jnp.where(is_new, log_alpha + crp_table[m_int], neg_inf),
-        )
+        log_w, has_empty = crp_log_weights(counts, m, crp_table, log_alpha)
         # cannot-links forbid the slots of the group's partners; soft answers weigh them
         partners = data.partners[g]
         partner_slot = jnp.where(partners >= 0, z[jnp.maximum(partners, 0)], -1)
@@ -165,18 +186,11 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
         # the hubs: each is the owner of the first of its spill rows, in a random order, then -1 padding; they
         # are visited after all other groups, by the same loop (one compiled step), which runs exactly the
         # hubs' steps after the others' (their count is the data's, the same for every chain)
-        rows = jnp.arange(n_spill_rows)
-        owner = data.spill_owner
-        first = (owner >= 0) & (data.spill_span[jnp.maximum(owner, 0), 0] == rows)
-        k_hub_order, k_hub_u = jax.random.split(jax.random.fold_in(k_u, 1))
-        hubs = jnp.where(first, owner, -1)[
-            jnp.argsort(jax.random.uniform(k_hub_order, (n_spill_rows,)) + 2.0 * ~first)
-        ]
-        u_hubs = jax.random.uniform(k_hub_u, (n_spill_rows,), dtype=dtype)
+        hubs, u_hubs, n_hubs = hub_visits(jax.random.fold_in(k_u, 1), data, dtype)
         groups, uniforms = jnp.concatenate([order, hubs]), jnp.concatenate([us, u_hubs])
         carry = jax.lax.fori_loop(
             0,
-            n_rows + jnp.sum(first),
+            n_rows + n_hubs,
             lambda i, c: step(c, (groups[i], uniforms[i]), i >= n_rows)[0],
             carry,
         )
