@@ -36,6 +36,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from jaxclust import Constraints, NestedDPMM
 from jaxclust.coclustering import least_squares_sample
+from jaxclust.metrics import v_beta
 
 SETS = {
     "wine": datasets.load_wine,
@@ -46,14 +47,45 @@ BUDGETS = (0, 50, 200, 1000)
 
 
 def load_set(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Standardised features and gold labels: the three scikit-learn sets above, or any set of the active suite
-    (``experiments/active_suite.py``, which needs ``../shared/data``)."""
+    """Standardised features and gold labels: the three scikit-learn sets above, any set of the active suite
+    (``experiments/active_suite.py``) or a verb set ``verbs-general``, ``verbs-bio-top``, ... (the verb runs'
+    35 NMF dimensions, ``experiments/active_dpmm.py``); the last two need ``../shared/data``."""
     if name in SETS:
         X, y = SETS[name](return_X_y=True)
         return (X - X.mean(0)) / X.std(0), y
+    if name.startswith("verbs-"):
+        from active_dpmm import load_set as load_verbs
+        from active_dpmm import preprocess
+
+        X, y, _ = load_verbs(name.removeprefix("verbs-"))
+        return preprocess(X), np.unique(y, return_inverse=True)[1]
     from active_suite import load
 
     return load(name)
+
+
+def references(X, y, seed: int) -> list[dict]:
+    """What a user would have without answers: k-means with the true number of classes, and every item alone
+    (the clustering V-beta rates as high as any on sets of many small classes, and ARI rates 0)."""
+    from sklearn.cluster import KMeans
+
+    k = int(len(np.unique(y)))
+    km = KMeans(k, n_init=10, random_state=seed).fit_predict(X)
+    alone = np.arange(len(y))
+    return [
+        {
+            "model": f"KMeans({k})",
+            "ari": float(adjusted_rand_score(y, km)),
+            "v_beta": float(v_beta(y, km)),
+            "n_classes": k,
+        },
+        {
+            "model": "singletons",
+            "ari": float(adjusted_rand_score(y, alone)),
+            "v_beta": float(v_beta(y, alone)),
+            "n_classes": len(y),
+        },
+    ]
 
 
 def random_answers(y: np.ndarray, budget: int, seed: int, wrong: float = 0.0) -> list[tuple]:
@@ -153,6 +185,11 @@ def main() -> None:
         help="NestedDPMM parameters other than the defaults (numbers), e.g. gamma=10",
     )
     ap.add_argument(
+        "--references",
+        action="store_true",
+        help="also k-means with the true k and all singletons (no answers)",
+    )
+    ap.add_argument(
         "--wrong",
         type=float,
         default=0.0,
@@ -168,6 +205,10 @@ def main() -> None:
     for name in [] if args.from_json else args.sets:
         X, y = load_set(name)
         for seed in args.seeds:
+            if args.references:
+                for ref in references(X, y, seed):
+                    rows.append({"set": name, "seed": seed, "budget": 0, **ref})
+                    print(json.dumps(rows[-1]), flush=True)
             if args.session:
                 model = f"ActiveLearner(NestedDPMM(), {args.session!r})"
                 for row in nested_session(X, y, args.budgets, seed, args.session):
@@ -204,6 +245,7 @@ def main() -> None:
                     "seed": seed,
                     "budget": budget,
                     "ari": float(adjusted_rand_score(y, best)),
+                    "v_beta": float(v_beta(y, best)),
                     "mean_ari": float(np.mean([adjusted_rand_score(y, s) for s in samples])),
                     "n_classes": int(len(np.unique(best))),
                     "n_gold": int(len(np.unique(y))),
