@@ -36,7 +36,7 @@ from jax.scipy.special import gammaln
 from jaxclust.dpmm.draws import categorical
 from jaxclust.dpmm.state import GibbsState, GroupData, MoveInfo, finish, no_moves, partner_terms
 
-__all__ = ["sweep", "visiting_order", "crp_log_weights", "hub_visits"]
+__all__ = ["sweep", "visiting_order", "crp_log_weights", "hub_visits", "spill_terms"]
 
 
 def _dim(stats) -> int:
@@ -91,6 +91,20 @@ def hub_visits(key, data: GroupData, dtype):
         jnp.argsort(jax.random.uniform(k_order, (n_spill_rows,)) + 2.0 * ~first)
     ]
     return hubs, jax.random.uniform(k_u, (n_spill_rows,), dtype=dtype), jnp.sum(first)
+
+
+def spill_terms(data: GroupData, g, z, hub_pass, forbidden, soft):
+    """``forbidden`` (K,) and ``soft`` (K,) with the partners on group ``g``'s spill rows added, in a loop over
+    those rows that has no iteration unless ``hub_pass`` (traced) is true."""
+    slot_ids = jnp.arange(forbidden.shape[0])
+    first, n_spill = data.spill_span[g, 0], jnp.where(hub_pass, data.spill_span[g, 1], 0)
+
+    def more(i, acc):
+        q = data.spill[first + i]
+        f, w = partner_terms(jnp.where(q >= 0, z[jnp.maximum(q, 0)], -1), data.spill_w[first + i], slot_ids)
+        return acc[0] | f, acc[1] + w
+
+    return jax.lax.fori_loop(0, n_spill, more, (forbidden, soft))
 
 
 def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> tuple[GibbsState, MoveInfo]:
@@ -156,18 +170,8 @@ def sweep(key, state: GibbsState, data: GroupData, family, alpha_prior=None) -> 
         partners = data.partners[g]
         partner_slot = jnp.where(partners >= 0, z[jnp.maximum(partners, 0)], -1)
         forbidden, soft = partner_terms(partner_slot, data.partner_w[g], slot_ids)
-        if hub_pass is not False:
-            # a hub's further partners: a loop over its spill rows (no iteration outside the hubs' pass)
-            first, n_spill = data.spill_span[g, 0], jnp.where(hub_pass, data.spill_span[g, 1], 0)
-
-            def more(i, acc):
-                q = data.spill[first + i]
-                f, w = partner_terms(
-                    jnp.where(q >= 0, z[jnp.maximum(q, 0)], -1), data.spill_w[first + i], slot_ids
-                )
-                return acc[0] | f, acc[1] + w
-
-            forbidden, soft = jax.lax.fori_loop(0, n_spill, more, (forbidden, soft))
+        if hub_pass is not False:  # a hub's further partners (no iteration outside the hubs' pass)
+            forbidden, soft = spill_terms(data, g, z, hub_pass, forbidden, soft)
         logits = jnp.where(forbidden, neg_inf, log_w + family.log_pred(slots, gs, counts, table) + soft)
         logits = jnp.where(valid, logits, jnp.where(slot_ids == k_old, 0.0, neg_inf))
         overflow = overflow | (valid & ~has_empty)
