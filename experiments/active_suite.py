@@ -60,6 +60,13 @@ DATASETS = (
     "digits_groups",
     "glass_window",
 )
+#: Texts (``experiments/text_features.py``'s draws of BBC news and 20 Newsgroups, 600 each), on the features a
+#: text session gets by default (``wordllama``) or got before (``tfidf``), as the apps give them (not standardised)
+TEXT_SETS = tuple(
+    f"{s}_{f}"
+    for s in ("bbc600_0", "bbc600_1", "bbc600_2", "ng6_0", "ng6_1", "ng6_2")
+    for f in ("wordllama", "tfidf")
+)
 SUBTYPE_SETS = ("blobs_subtypes", "moons", "digits_groups", "glass_window")
 METHODS = (
     "cobras",
@@ -90,8 +97,19 @@ _SUBSAMPLE = {"statlog": 800, "digits": 600, "digits_groups": 600}
 
 
 def load(dataset: str, data_dir=None) -> tuple[np.ndarray, np.ndarray]:
-    """Standardised features (n, d) and gold labels (n,) of a suite set (the subsamples are fixed: seed 0)."""
+    """Standardised features (n, d) and gold labels (n,) of a suite set (the subsamples are fixed: seed 0); a
+    text set's features as the apps make them."""
     from sklearn.preprocessing import StandardScaler
+
+    if dataset in TEXT_SETS:
+        import os
+
+        from text_features import FEATURIZERS, load_sets
+
+        name, features = dataset.rsplit("_", 1)
+        where = data_dir or os.environ.get("JAXCLUST_DATA") or "../shared/data"
+        texts, y = load_sets(Path(where))[name]
+        return np.asarray(FEATURIZERS[features]().fit_transform(texts), np.float64), np.asarray(y, np.int64)
 
     rng = np.random.default_rng(0)
     if dataset in _BATTERY:
@@ -488,7 +506,7 @@ def main(argv=None) -> None:
     )
     ap.add_argument("--out", default="results/active_suite", help="where --summarize writes")
     ap.add_argument("--kmeans", action="store_true", help="print k-means (true k) ARI on every set and stop")
-    ap.add_argument("--dataset", default="wine", choices=DATASETS)
+    ap.add_argument("--dataset", default="wine", choices=DATASETS + TEXT_SETS)
     ap.add_argument("--method", default="explore_classes", choices=METHODS)
     ap.add_argument("--oracle", default="gold", choices=ORACLES)
     ap.add_argument("--seed", type=int, default=0)
