@@ -7,6 +7,12 @@ refits of 10 burn-in sweeps), on 20 Gaussian blobs in 16 dimensions answered by 
 ``--warmup`` answers (the fits that compile) are left out of the median.
 
     python benchmarks/bench_active_question.py --n 5000 --questions 20
+
+``--refits``: instead, ``ActiveLearner(DPMM())`` as a user writes it (the DPMM's own defaults), with the session's
+warm refits (``warm_thin=1``: the model's samples on consecutive sweeps) against the earlier ones (``warm_thin=5``,
+the collapsed sampler's own spacing), and the ratio of their medians.
+
+    python benchmarks/bench_active_question.py --n 1500 --questions 20 --refits
 """
 
 from __future__ import annotations
@@ -18,14 +24,21 @@ import time
 import numpy as np
 
 
-def session_seconds(X, y, strategy: str, propagation: str, batch_size: int, n_questions: int) -> list[float]:
+def session_seconds(
+    X, y, strategy: str, propagation: str, batch_size: int, n_questions: int, warm_thin: int | None = None
+) -> list[float]:
+    """Seconds of each answer's refit and next question; ``warm_thin``: ``ActiveLearner(DPMM(random_state=0),
+    warm_thin=...)``, else the annotate model with the learner's defaults."""
     from jaxclust import DPMM
     from jaxclust.active import ActiveLearner, GoldOracle
 
     oracle = GoldOracle(y)
-    model = DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3, random_state=0)
+    if warm_thin is None:
+        model, kw = DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3, random_state=0), {}
+    else:
+        model, kw = DPMM(random_state=0), {"warm_thin": warm_thin}
     learner = ActiveLearner(
-        model, oracle, strategy=strategy, batch_size=batch_size, propagation=propagation, progress=False
+        model, oracle, strategy=strategy, batch_size=batch_size, propagation=propagation, progress=False, **kw
     )
     session = learner.iter_questions(X, n_questions)
     times, t = [], time.perf_counter()
@@ -46,18 +59,27 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=5000)
     ap.add_argument("--questions", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--refits", action="store_true", help="DPMM() with warm_thin=1 against warm_thin=5")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     centres = rng.normal(0.0, 4.0, size=(20, 16))
     y = rng.integers(0, 20, args.n)
     X = centres[y] + rng.normal(size=(args.n, 16))
     out = {"n": args.n, "d": 16, "questions": args.questions}
-    for name, strategy, propagation, batch in (
-        ("default (explore, classes, 1 per refit)", "explore", "classes", 1),
-        ("previous default (batch, pairs, 5 per refit)", "batch", "pairs", 5),
-    ):
+    runs = (
+        [
+            ("DPMM(), warm_thin=1 (default)", "explore", "classes", 1, 1),
+            ("DPMM(), warm_thin=5 (before)", "explore", "classes", 1, 5),
+        ]
+        if args.refits
+        else [
+            ("default (explore, classes, 1 per refit)", "explore", "classes", 1, None),
+            ("previous default (batch, pairs, 5 per refit)", "batch", "pairs", 5, None),
+        ]
+    )
+    for name, strategy, propagation, batch, thin in runs:
         t0 = time.perf_counter()
-        times = session_seconds(X, y, strategy, propagation, batch, args.questions)
+        times = session_seconds(X, y, strategy, propagation, batch, args.questions, thin)
         warm = times[args.warmup :]
         out[name] = {
             "median_s_per_question": float(np.median(warm)),
@@ -66,6 +88,10 @@ def main() -> None:
             "total_s": time.perf_counter() - t0,
         }
         print(name, json.dumps(out[name]), flush=True)
+    if args.refits:
+        a, b = (out[r[0]]["median_s_per_question"] for r in runs)
+        out["ratio_before_over_default"] = b / a
+        print(f"median s per question: {a:.3f} (warm_thin=1) vs {b:.3f} (warm_thin=5): {b / a:.2f}x")
     print(json.dumps(out))
 
 
