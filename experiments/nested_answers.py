@@ -148,6 +148,65 @@ def nested_session(X, y, budgets, seed: int, strategy: str) -> list[dict]:
     return rows
 
 
+def two_annotators(X, y, seed: int, n_each: int) -> list[dict]:
+    """Answers of two annotators pooled: two default sessions (``ActiveLearner(DPMM(random_state=seed + a),
+    GoldOracle(y))``, a = 0, 1, each asking its own ``n_each`` questions), then one fit of each model on the
+    union of their answers. Rows: each session alone (its ``labels_``), and ``NestedDPMM`` and the default
+    session's class layer (``ActiveLearner(DPMM(random_state=seed)).run(X, 0, constraints=...)``) given one
+    annotator's answers or both."""
+    from jaxclust import DPMM
+    from jaxclust.active import ActiveLearner, GoldOracle
+
+    rows, answers = [], []
+    for a in (0, 1):
+        t0 = time.perf_counter()
+        learner = ActiveLearner(
+            DPMM(random_state=seed + a), GoldOracle(y), random_state=seed + a, progress=False
+        )
+        learner.run(X, n_each)
+        answers.append(
+            [(r["i"], r["j"], r["answer"]) for r in learner.answers_ if r["answer"] in ("must", "cannot")]
+        )
+        rows.append(
+            {
+                "model": f"annotator {a}: its own session",
+                "answers": f"annotator {a}",
+                "ari": float(adjusted_rand_score(y, learner.labels_)),
+                "n_classes": int(len(np.unique(learner.labels_))),
+                "seconds": time.perf_counter() - t0,
+            }
+        )
+    given = {"annotator 0": answers[0], "annotator 1": answers[1], "both": answers[0] + answers[1]}
+    for who, ans in given.items():
+        cons = Constraints.from_answers(len(y), ans, on_conflict="drop")
+        t0 = time.perf_counter()
+        nested = NestedDPMM(random_state=seed).fit(X, constraints=cons).labels_
+        rows.append(
+            {
+                "model": "NestedDPMM()",
+                "answers": who,
+                "n_answers": len(ans),
+                "ari": float(adjusted_rand_score(y, nested)),
+                "n_classes": int(len(np.unique(nested))),
+                "seconds": time.perf_counter() - t0,
+            }
+        )
+        t0 = time.perf_counter()
+        layer = ActiveLearner(DPMM(random_state=seed), GoldOracle(y), progress=False)
+        layer.run(X, 0, constraints=cons)
+        rows.append(
+            {
+                "model": "ActiveLearner(DPMM()) class layer",
+                "answers": who,
+                "n_answers": len(ans),
+                "ari": float(adjusted_rand_score(y, layer.labels_)),
+                "n_classes": int(len(np.unique(layer.labels_))),
+                "seconds": time.perf_counter() - t0,
+            }
+        )
+    return rows
+
+
 def _anneal(text: str) -> float | None:
     return None if text.lower() == "none" else float(text)
 
@@ -185,6 +244,12 @@ def main() -> None:
         help="NestedDPMM parameters other than the defaults (numbers), e.g. gamma=10",
     )
     ap.add_argument(
+        "--two-annotators",
+        type=int,
+        metavar="N",
+        help="instead: two default sessions of N questions each, their answers pooled (two_annotators)",
+    )
+    ap.add_argument(
         "--references",
         action="store_true",
         help="also k-means with the true k and all singletons (no answers)",
@@ -209,6 +274,11 @@ def main() -> None:
                 for ref in references(X, y, seed):
                     rows.append({"set": name, "seed": seed, "budget": 0, **ref})
                     print(json.dumps(rows[-1]), flush=True)
+            if args.two_annotators:
+                for row in two_annotators(X, y, seed, args.two_annotators):
+                    rows.append({"set": name, "seed": seed, "budget": args.two_annotators, **row})
+                    print(json.dumps(rows[-1]), flush=True)
+                continue
             if args.session:
                 model = f"ActiveLearner(NestedDPMM(), {args.session!r})"
                 for row in nested_session(X, y, args.budgets, seed, args.session):
