@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import types
@@ -102,8 +103,6 @@ def load(dataset: str, data_dir=None) -> tuple[np.ndarray, np.ndarray]:
     from sklearn.preprocessing import StandardScaler
 
     if dataset in TEXT_SETS:
-        import os
-
         from text_features import FEATURIZERS, load_sets
 
         name, features = dataset.rsplit("_", 1)
