@@ -42,7 +42,15 @@ from jaxclust.answers import Answer, ask, check_reply
 from jaxclust.errors import ChatError, InvalidInputError
 from jaxclust.validation import check_float, check_int, seed_from
 
-__all__ = ["ChatEndpoint", "ChatOracle", "MachineRates", "MachineFirst", "read_verdict", "PROMPT"]
+__all__ = [
+    "ChatEndpoint",
+    "ChatOracle",
+    "MachineRates",
+    "MachineFirst",
+    "read_verdict",
+    "contradicts",
+    "PROMPT",
+]
 
 log = logging.getLogger(__name__)
 
@@ -429,6 +437,15 @@ class MachineRates:
         return min(0.5, eps)
 
 
+def contradicts(samples: np.ndarray | None, i: int, j: int, verdict: str, sure: float) -> bool:
+    """Whether at least a share ``sure`` of the partitions ``samples`` (S, n) say the opposite of ``verdict``
+    (``"must"`` or ``"cannot"``) about items ``i`` and ``j``; False without samples."""
+    if samples is None:
+        return False
+    together = float(np.mean(samples[:, i] == samples[:, j]))
+    return together <= 1.0 - sure if verdict == "must" else together >= sure
+
+
 class MachineFirst:
     """The machine answers first; a person answers where it matters, and checks a share of the machine's answers.
 
@@ -507,7 +524,7 @@ class MachineFirst:
         drawn = self.check > 0 and self.rng.random() < self.check  # drawn for every pair: one stream of draws
         if verdict == "unknown":
             route.update(to="person", why="split")
-        elif self._contradicts(i, j, verdict):
+        elif contradicts(self.samples, i, j, verdict, self.sure):
             route.update(to="person", why="contradicts")
         elif drawn:
             route.update(to="person", why="check")
@@ -530,13 +547,6 @@ class MachineFirst:
         """The partitions (S, n) the session's model holds now (:class:`~jaxclust.active.ActiveLearner` passes
         them before each question)."""
         self.samples = samples
-
-    def _contradicts(self, i: int, j: int, verdict: str) -> bool:
-        """Whether the model is sure (``sure``) of the opposite of the machine's verdict about ``(i, j)``."""
-        if self.samples is None:
-            return False
-        together = float(np.mean(self.samples[:, i] == self.samples[:, j]))
-        return together <= 1.0 - self.sure if verdict == "must" else together >= self.sure
 
     def undone(self, record: dict | None, message: str) -> None:
         """An undo (``u`` at the terminal) is the person's: their oracle is told, as it would be without this."""

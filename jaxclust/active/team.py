@@ -23,6 +23,9 @@ from several people at once, in any order, and nobody waits for the model.
 * **Durable.** An answer is in the store (on disk) before :meth:`TeamSession.answer` returns; a restarted
   session rebuilds everything from the store. Answers other processes add to a shared store are taken in
   before every fit.
+* **A machine that answers first** (``machine``): a thread has a chat model answer pairs of the pool as one more
+  annotator, and hand people the pairs it is unsure of (:mod:`jaxclust.active.team_machine`); a person can
+  review its answers in order of doubt (:meth:`TeamSession.review`).
 * **One claim protocol.** On a shared store every new pair handed out is claimed in the store
   (:meth:`~jaxclust.active.store.AnswerStore.claim`), as ``annotate --shared`` sessions claim theirs: two team
   servers, or a server and terminal sessions, never hand out the same pair at once.
@@ -42,10 +45,12 @@ import numpy as np
 
 from jaxclust.active.agreement import UNNAMED, error_rates
 from jaxclust.active.core import SessionCore
+from jaxclust.active.oracles import SessionStopped
 from jaxclust.active.replies import ANSWERS
 from jaxclust.active.selection import random_pairs
 from jaxclust.active.state import SessionState
 from jaxclust.active.store import AnswerStore, check_annotator, data_fingerprint
+from jaxclust.active.team_machine import TeamMachine
 from jaxclust.errors import InvalidInputError, QuestionError
 from jaxclust.metrics.partition import v_beta
 from jaxclust.validation import check_array, check_float, check_index, check_int
@@ -59,7 +64,8 @@ HOLD_SECONDS = 300.0
 
 @dataclass(frozen=True)
 class Question:
-    """A pair handed to an annotator: ``i < j``; ``kind`` ``"new"`` or ``"second"`` (a second opinion);
+    """A pair handed to an annotator: ``i < j``; ``kind`` ``"new"``, ``"second"`` (a second opinion) or
+    ``"review"`` (a machine's answer, for :meth:`TeamSession.review`);
     ``reason`` why it is asked, in words; ``p_same`` the share of the model's samples that put the two items
     in one cluster (None before the first fit)."""
 
@@ -95,6 +101,8 @@ class TeamSession:
         of doubly answered pairs.
     labels : array of int, optional
         Gold labels: :meth:`status` then reports the model's V-beta against them (never used to choose).
+    machine : TeamMachine, optional
+        A chat model that answers first (its answers count towards ``n_queries``).
 
     Attributes
     ----------
@@ -119,6 +127,7 @@ class TeamSession:
         random_state: int = 0,
         labels=None,
         hold_seconds: float = HOLD_SECONDS,
+        machine: TeamMachine | None = None,
     ):
         settings = learner.session_settings()
         if n_queries is not None:
@@ -128,6 +137,9 @@ class TeamSession:
         pool_size = check_int(pool_size, "pool_size", minimum=1)
         if not isinstance(store, AnswerStore):
             raise InvalidInputError(f"store: expected an open AnswerStore, got {type(store).__name__}")
+        if machine is not None and not isinstance(machine, TeamMachine):
+            raise InvalidInputError(f"machine: expected a TeamMachine or None, got {type(machine).__name__}")
+        self.machine = machine
         self.X = check_array(X, name="X", min_rows=2)
         self.n = self.X.shape[0]
         store.check_meta({"n": self.n, "fingerprint": data_fingerprint(self.X)})  # the same data as before
@@ -152,7 +164,8 @@ class TeamSession:
         self._double_memo: dict[tuple[int, int], bool] = {}
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
+        self._machine_wake = threading.Event()
         with self.lock:
             self._rebuild()
             self._pool, _ = self._rank(None, self.state.constraints, self._excluded())
@@ -173,6 +186,8 @@ class TeamSession:
     # --- the answers in effect ----------------------------------------------------------------------------------
     def _rate(self, rec: dict, rates: dict[str, float] | None) -> float:
         who, answers = rec.get("annotator"), self._by_pair.get((rec["i"], rec["j"]), {})
+        if self.machine is not None and who == self.machine.name and rec["answer"] != "unknown":
+            return self.machine.error_rate(rec["answer"])
         if rates is not None and len(set(answers.values())) > 1:  # answered both ways: soft, by agreement
             return rates.get(who or UNNAMED, rates.get(UNNAMED, 0.05))
         return self.settings.rate_of(who, rec["answer"])
@@ -186,11 +201,20 @@ class TeamSession:
                 self._by_pair.setdefault((rec["i"], rec["j"]), {})[rec.get("annotator") or UNNAMED] = rec[
                     "answer"
                 ]
+        if self.machine is not None:
+            self.machine.calibrate(self._by_pair)
         disputed = any(len(set(a.values())) > 1 for a in self._by_pair.values())
         rates = error_rates(records) if disputed else None
         self.core.rebuild(records, [self._rate(r, rates) for r in records])
-        self._second = {p: None for p, a in self._by_pair.items() if len(a) == 1 and self._doubled(*p)}
+        self._second = {p: None for p, a in self._by_pair.items() if len(a) == 1 and self._owed(p, a)}
         self._wake.set()
+
+    def _owed(self, p: tuple[int, int], answers: dict[str, str]) -> bool:
+        """Whether the pair, answered once as ``answers`` says, is owed a second opinion (a person's check of
+        the machine's answers, else the ``double`` share)."""
+        if self.machine is not None and self.machine.name in answers:
+            return self.machine.checked(*p)
+        return self._doubled(*p)
 
     def _doubled(self, i: int, j: int) -> bool:
         """Whether the pair is one of the ``double`` share asked twice (a seeded hash: the same after a restart)."""
@@ -220,9 +244,11 @@ class TeamSession:
     def _describe(self, p: tuple[int, int], kind: str) -> Question:
         samples = self.state.samples
         p_same = None if samples is None else float(np.mean(samples[:, p[0]] == samples[:, p[1]]))
-        if kind == "second":
+        if kind in ("second", "review"):
             first = ", ".join(f"{w}: {a}" for w, a in sorted(self._by_pair[p].items()))
-            reason = f"a second opinion (the share of pairs asked twice measures agreement; {first})"
+            machine = self.machine is not None and self.machine.name in self._by_pair[p]
+            why = "a check of the chat model's answers" if machine else "the share of pairs asked twice"
+            reason = f"a second opinion ({why} measures agreement; {first})"
         elif p_same is None:
             reason = "the model is still starting: a random pair"
         elif p_same in (0.0, 1.0):
@@ -234,12 +260,13 @@ class TeamSession:
 
     def question(self, annotator: str) -> Question | None:
         """The question for ``annotator``: the one they hold, else a second opinion they have not given, else
-        the best open pair of the pool. None when nothing is left to ask (see :meth:`status`)."""
-        who = check_annotator(annotator)
+        a pair the machine handed to people, else the best open pair of the pool. None when nothing is left to
+        ask (see :meth:`status`)."""
+        who = self._person(annotator)
         with self.lock:
             held = self._held.get(who)
             if held is not None:
-                if held.kind == "second" or self.state.constraints.status(held.i, held.j) is None:
+                if held.kind != "new" or self.state.constraints.status(held.i, held.j) is None:
                     return held
                 self._release(who)  # others' answers settled it meanwhile
             back = self._given_back.pop(who, None)
@@ -252,16 +279,52 @@ class TeamSession:
                     return self._hold(who, p, "second")
             if self.done:
                 return None
-            for attempt in range(2):
-                while self._pool:
-                    p = self._pool.pop(0)
-                    if self._open(p):
-                        q = self._claim(who, p, "new")
-                        if q is not None:
-                            return q
-                if attempt == 0:
-                    self._pool, _ = self._rank(self.core.fit, self.state.constraints, self._excluded())
-            return None
+            for p, reason in list(self.machine.for_people.items() if self.machine is not None else ()):
+                if not self._open(p):
+                    if self._free(p):  # answered or implied since
+                        self.machine.for_people.pop(p)
+                    continue
+                q = self._claim(who, p, "new", reason)
+                if q is not None:
+                    return q
+            return self._from_pool(who)
+
+    def _from_pool(self, who: str) -> Question | None:
+        """The best open pair of the pool held for ``who`` (the pool ranked again once when it runs out)."""
+        for attempt in range(2):
+            while self._pool:
+                p = self._pool.pop(0)
+                if self._open(p):
+                    q = self._claim(who, p, "new")
+                    if q is not None:
+                        return q
+            if attempt == 0:
+                self._pool, _ = self._rank(self.core.fit, self.state.constraints, self._excluded())
+        return None
+
+    def _person(self, annotator: str) -> str:
+        who = check_annotator(annotator)
+        if self.machine is not None and who == self.machine.name:
+            raise InvalidInputError(f"annotator: {who!r} is the chat model's name here; choose another")
+        return who
+
+    def review(self, annotator: str) -> Question | None:
+        """A machine's answer for ``annotator`` to review (:meth:`TeamMachine.to_review`: the most doubted one
+        nobody else answered or holds), answered with :meth:`answer`; None without a machine or when none is
+        left. A different answer overrules the machine's (both stay, each soft with its error rate)."""
+        who = self._person(annotator)
+        with self.lock:
+            held = self._held.get(who)
+            if held is not None and held.kind == "review":
+                return held
+            if self.machine is None:
+                return None
+            found = self.machine.to_review(self._by_pair, self.state.samples, self._free)
+            if found is None:
+                return None
+            if held is not None:
+                self._release(who)
+            return self._hold(who, found[0], "review", found[1])
 
     def _claim(self, who: str, p: tuple[int, int], kind: str, reason: str | None = None) -> Question | None:
         """Hold ``p`` for ``who`` if no other session on the store holds it (the store's claim, the protocol of
@@ -336,7 +399,7 @@ class TeamSession:
                 if answer != "unknown":
                     self._by_pair.setdefault(p, {})[who] = answer
                 self._second.pop(p, None)
-                if answer != "unknown" and not others and self._doubled(*p):
+                if answer != "unknown" and not others and self._owed(p, {who: answer}):
                     self._second[p] = None
                 self._release(who)
                 self._wake.set()
@@ -348,7 +411,7 @@ class TeamSession:
         self._held_at.pop(who, None)
         if q is not None and self._holder.get((q.i, q.j)) == who:
             self._holder.pop((q.i, q.j), None)
-        if q is not None and q.kind != "second":
+        if q is not None and q.kind == "new":
             self.store.release(who)
 
     def waiting(self) -> str:
@@ -435,40 +498,81 @@ class TeamSession:
             self._pool, self.max_entropy = pool, h
             self.fit_seconds = time.perf_counter() - t0
             self.fit_error = None
+        self._machine_wake.set()
         return True
 
     def start(self) -> TeamSession:
-        """Start the background thread that refits whenever answers come in (idempotent)."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="jaxclust-team-refit", daemon=True)
-            self._thread.start()
+        """Start the background threads (idempotent): one refits whenever answers came in, one has the machine
+        answer."""
+        if not self._threads:
+            loops = [("refit", self.refit, self._wake, lambda e: setattr(self, "fit_error", e))]
+            if self.machine is not None:
+                loops.append(("machine", self.machine_step, self._machine_wake, self.machine.failed))
+            for name, *args in loops:
+                thread = threading.Thread(
+                    target=self._run, args=args, name=f"jaxclust-team-{name}", daemon=True
+                )
+                thread.start()
+                self._threads.append(thread)
         return self
 
-    def _loop(self) -> None:
+    def _run(self, step, wake: threading.Event, failed) -> None:
+        """Call ``step`` until the session closes, waiting for ``wake`` (at most 1 s) while it has nothing to do."""
         while not self._stop.is_set():
-            self._wake.wait(timeout=1.0)
-            self._wake.clear()
-            if self._stop.is_set():
-                break
             try:
-                self.refit()
-            except Exception as exc:  # noqa: BLE001 - a failed fit must not end the session; it is reported
-                self.fit_error = f"{type(exc).__name__}: {exc}"
-                time.sleep(1.0)
+                busy = step()
+            except Exception as exc:  # noqa: BLE001 - a failure must not end the session; it is reported
+                failed(f"{type(exc).__name__}: {exc}")
+                busy = False
+            if not busy:
+                wake.wait(timeout=1.0)
+                wake.clear()
+
+    def machine_step(self) -> bool:
+        """The machine answers the best open pair of the pool, or hands it to people. Returns False when it
+        had nothing to do (or failed, or has stopped). Its thread calls this; tests may call it directly."""
+        m = self.machine
+        if m is None or m.stopped is not None:
+            return False
+        with self.lock:
+            q = None if self.done else self._from_pool(m.name)
+            samples = self.state.samples
+        if q is None:
+            return False
+        p, verdict, reason = (q.i, q.j), None, None
+        try:
+            verdict, reason = m.route(p, samples)  # a request: outside the lock
+            m.error = None
+        except SessionStopped as exc:
+            m.stopped = str(exc)
+        except Exception as exc:  # noqa: BLE001 - an outage must not end the session; people go on
+            m.failed(f"{type(exc).__name__}: {exc}")
+        with self.lock:
+            if self._held.get(m.name) != q:  # the hold expired and the pair went to a person
+                return verdict is not None
+            if verdict is not None and reason is None:
+                self.answer(m.name, *p, verdict)
+                return True
+            self._release(m.name)
+            if reason is not None:
+                m.for_people[p] = reason
+            return verdict is not None
 
     def close(self, timeout: float | None = 60.0) -> None:
-        """Stop the background thread (after the fit under way); the store stays open (idempotent)."""
+        """Stop the background threads (after the fit or request under way); the store stays open (idempotent)."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        self._machine_wake.set()
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads = []
 
     # --- what a page shows ----------------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """Counts for a progress display: ``n_answers`` (in effect), ``n_queries``, ``per_annotator``
         (answers in effect each), ``n_second_owed``, ``n_fits``, ``fitting_behind`` (answers the samples have
-        not seen), ``fit_seconds``, ``fit_error``, ``done``, ``n_clusters``, ``conflicts`` (messages), and with
+        not seen), ``fit_seconds``, ``fit_error``, ``done``, ``n_clusters``, ``conflicts`` (messages), ``machine``
+        (:meth:`TeamMachine.status`, None without one), and with
         gold labels ``v_beta``."""
         with self.lock:
             per: dict[str, int] = {}
@@ -489,6 +593,7 @@ class TeamSession:
                 "done": self.done,
                 "n_clusters": None if self.labels_ is None else int(len(np.unique(self.labels_))),
                 "conflicts": [c["message"] for c in self.state.conflicts],
+                "machine": None if self.machine is None else self.machine.status(),
             }
             if self.gold is not None and self.labels_ is not None:
                 out["v_beta"] = float(v_beta(self.gold, self.labels_))

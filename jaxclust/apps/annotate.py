@@ -43,7 +43,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from jaxclust.active.chat import ChatEndpoint, ChatOracle, MachineFirst
+from jaxclust.active.chat import MachineFirst
 from jaxclust.active.store import (
     check_annotator,
     check_shared_path,
@@ -56,6 +56,7 @@ from jaxclust.apps.opening import (
     DEFAULT_STOP_ENTROPY,
     DEFAULT_STRATEGY,
     feature_words,
+    open_machine,
     open_session,
 )
 from jaxclust.errors import InvalidInputError, JaxclustWarning, StoreError
@@ -156,43 +157,6 @@ def check_annotate_options(
             raise InvalidInputError(f"{flag}: {out} is read-only")
         if not out.exists() and not os.access(out.parent, os.W_OK):
             raise InvalidInputError(f"{flag}: the folder {out.parent} is read-only")
-
-
-_MACHINE_KEYS = {
-    "url": "base_url",
-    "model": "model",
-    "key_env": "api_key_env",
-    "max_requests": "max_requests",
-}
-
-
-def machine_first(items, person, machine: dict[str, Any], say, flag) -> Any:
-    """The chat model before ``person`` (see ``run_annotate``'s ``machine``); option names as ``flag`` spells
-    them in errors."""
-    where = flag("machine", "machine")
-    unknown = set(machine) - {"url", "model", "key_env", "check", "n_replies", "max_requests"}
-    if unknown:
-        raise InvalidInputError(f"{where}: unknown setting {sorted(unknown)[0]!r}")
-    if items.kind != "texts":
-        raise InvalidInputError(
-            f"{flag('machine_url', 'machine')}: {items.label} holds numbers; a chat model answers about texts"
-        )
-    for key in ("url", "model"):
-        if not machine.get(key):
-            raise InvalidInputError(f"{flag('machine_' + key, where + '[' + repr(key) + ']')}: is needed")
-    settings = {_MACHINE_KEYS[k]: v for k, v in machine.items() if k in _MACHINE_KEYS}
-    settings.setdefault("api_key_env", None)
-    try:
-        endpoint = ChatEndpoint(**settings)
-        chat = ChatOracle(items.texts, endpoint, n_replies=machine.get("n_replies", 5))
-        return MachineFirst(chat, person, check=machine.get("check", 0.1), tell=say)
-    except InvalidInputError as exc:  # name the option as the caller spelled it
-        text = str(exc)
-        for ours, theirs in (*((v, k) for k, v in _MACHINE_KEYS.items()), ("check", "check")):
-            if text.startswith(f"{ours}:"):
-                text = flag("machine_" + theirs, f"{where}[{theirs!r}]") + text[len(ours) :]
-                break
-        raise InvalidInputError(text) from None
 
 
 def run_annotate(
@@ -303,7 +267,9 @@ def run_annotate(
     person = InteractiveOracle(items.names, items.shown, input_fn=input_fn, output=out)
     oracle, error_rate = person, 0.0
     if machine is not None:
-        oracle = machine_first(items, person, machine, say, flag)
+        oracle = open_machine(
+            items, machine, flag, lambda chat, check: MachineFirst(chat, person, check=check, tell=say)
+        )
         error_rate = oracle.error_rates()
     opened = open_session(
         items,

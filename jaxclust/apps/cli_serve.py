@@ -17,6 +17,10 @@ from jaxclust.apps.cli_common import (
     COMPILATION_CACHE_OPTION,
     FEATURES_OPTION,
     IGNORE_COLUMN_OPTION,
+    MACHINE_CHECK_OPTION,
+    MACHINE_KEY_ENV_OPTION,
+    MACHINE_MODEL_OPTION,
+    MACHINE_URL_OPTION,
     N_BURNIN_OPTION,
     N_CHAINS_OPTION,
     N_SAMPLES_OPTION,
@@ -24,6 +28,7 @@ from jaxclust.apps.cli_common import (
     SEED_OPTION,
     TEXT_COLUMN_OPTION,
     fail,
+    machine_options,
     one_line_warnings,
     sampler_options,
 )
@@ -73,6 +78,10 @@ def serve(
     n_samples: int = N_SAMPLES_OPTION,
     n_chains: int = N_CHAINS_OPTION,
     seed: int = SEED_OPTION,
+    machine_url: str = MACHINE_URL_OPTION,
+    machine_model: str = MACHINE_MODEL_OPTION,
+    machine_key_env: str = MACHINE_KEY_ENV_OPTION,
+    machine_check: float = MACHINE_CHECK_OPTION,
     no_compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
     """A web page where a team answers the model's questions together (needs jaxclust\\[serve])."""
@@ -104,6 +113,7 @@ def serve(
                 name_column=name_column,
                 context_column=context_column,
                 ignore_columns=ignore_column or (),
+                machine=machine_options(machine_url, machine_model, machine_key_env, machine_check),
                 spelled=SERVE_FLAGS,
             )
     except JaxclustError as exc:

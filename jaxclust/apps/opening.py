@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from jaxclust.active.chat import ChatEndpoint, ChatOracle
 from jaxclust.active.store import AnswerStore
 from jaxclust.apps.features import compute_features, session_features
 from jaxclust.apps.items import Items
@@ -25,6 +26,7 @@ __all__ = [
     "feature_words",
     "default_model",
     "make_learner",
+    "open_machine",
     "DEFAULT_STRATEGY",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_STOP_ENTROPY",
@@ -171,3 +173,45 @@ def open_session(
         if own_store:
             answers.close()
         raise
+
+
+#: The ``machine`` settings of the apps, as :class:`~jaxclust.active.chat.ChatEndpoint` names them.
+_MACHINE_KEYS = {
+    "url": "base_url",
+    "model": "model",
+    "key_env": "api_key_env",
+    "max_requests": "max_requests",
+}
+
+
+def open_machine(
+    items: Items, machine: dict[str, Any], flag: Callable, build: Callable[[ChatOracle, float], Any]
+):
+    """The chat model of an app's ``machine`` settings (``url``, ``model``, ``key_env``, ``check``, ``n_replies``,
+    ``max_requests``; texts only) as ``build(oracle, check)`` makes it answer (the terminal's
+    :class:`~jaxclust.active.chat.MachineFirst`, the team's :class:`~jaxclust.active.team_machine.TeamMachine`).
+    A bad setting is named as ``flag(name, default)`` spells its option."""
+    where = flag("machine", "machine")
+    unknown = set(machine) - {"url", "model", "key_env", "check", "n_replies", "max_requests"}
+    if unknown:
+        raise InvalidInputError(f"{where}: unknown setting {sorted(unknown)[0]!r}")
+    if items.kind != "texts":
+        raise InvalidInputError(
+            f"{flag('machine_url', 'machine')}: {items.label} holds numbers; a chat model answers about texts"
+        )
+    for key in ("url", "model"):
+        if not machine.get(key):
+            raise InvalidInputError(f"{flag('machine_' + key, where + '[' + repr(key) + ']')}: is needed")
+    settings = {_MACHINE_KEYS[k]: v for k, v in machine.items() if k in _MACHINE_KEYS}
+    settings.setdefault("api_key_env", None)
+    try:
+        endpoint = ChatEndpoint(**settings)
+        chat = ChatOracle(items.texts, endpoint, n_replies=machine.get("n_replies", 5))
+        return build(chat, machine.get("check", 0.1))
+    except InvalidInputError as exc:  # name the option as the caller spelled it
+        text = str(exc)
+        for ours, theirs in (*((v, k) for k, v in _MACHINE_KEYS.items()), ("check", "check")):
+            if text.startswith(f"{ours}:"):
+                text = flag("machine_" + theirs, f"{where}[{theirs!r}]") + text[len(ours) :]
+                break
+        raise InvalidInputError(text) from None

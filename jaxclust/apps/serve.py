@@ -11,6 +11,8 @@ shortcuts):
 * ``/agreement``: answers per annotator, agreement per two annotators (Cohen's kappa) and overall
   (Krippendorff's alpha) on the doubly answered pairs, the error rate each annotator's disputed answers get,
   and the pairs answered both ways, for review.
+* ``/machine`` (with a chat model that answers first): its error rates, its cost, the answers people overruled
+  (:mod:`jaxclust.apps.serve_machine`), and the switch to review its answers, most doubtful first.
 * ``/export/labels.csv`` (``name,cluster[,text]``), ``/export/answers.jsonl`` (with the annotators; ``?all=1``
   adds the undone answers).
 * A JSON API for scripts: ``GET /api/question``, ``POST /api/answer`` (``{"i", "j", "answer"}``; its reply
@@ -52,6 +54,7 @@ from jaxclust.apps.items import Items
 from jaxclust.apps.serve_access import Guard, check_token
 from jaxclust.apps.serve_http import HEADERS, SCRIPT, STYLE, error_page, form_of, json_object, pair_of
 from jaxclust.apps.serve_items import ItemView
+from jaxclust.apps.serve_machine import machine_body, review_switch
 from jaxclust.errors import (
     InvalidInputError,
     JaxclustError,
@@ -87,6 +90,7 @@ class App:
     def __init__(self, team: TeamSession, view: ItemView, title: str):
         self.team, self.view, self.title = team, view, title
         self.messages: dict[str, tuple[str, str]] = {}  # annotator -> (css class, text) shown once
+        self.reviewing: set[str] = set()  # annotators reviewing the machine's answers
         self._figure: tuple[int, bytes] | None = None
         self._projection: np.ndarray | None = None
 
@@ -121,7 +125,8 @@ class App:
             f"<title>{html.escape(title)} - jaxclust</title><link rel=stylesheet href=/static/style.css>{meta}"
             f"</head><body><nav><b>jaxclust</b> <span>{html.escape(self.title)}</span> <a href=/>Annotate</a>"
             "<a href=/clusters>Clusters</a><a href=/agreement>Agreement</a>"
-            f"<a href=/export/labels.csv>labels.csv</a><a href=/export/answers.jsonl>answers.jsonl</a>{me}</nav>"
+            + ("<a href=/machine>Machine</a>" if self.team.machine is not None else "")
+            + f"<a href=/export/labels.csv>labels.csv</a><a href=/export/answers.jsonl>answers.jsonl</a>{me}</nav>"
             f"<main>{body}</main><script src=/static/keys.js></script></body></html>"
         )
         return HTMLResponse(text, headers=HEADERS)
@@ -157,7 +162,8 @@ class App:
                 " <button>Start</button></form>"
             )
             return self.page("sign in", body)
-        q = await run_in_threadpool(self.team.question, who)
+        reviewing = who in self.reviewing
+        q = await run_in_threadpool(self.team.review if reviewing else self.team.question, who)
         flash = self.messages.pop(who, None)
         parts = [f"<div class={flash[0]}>{html.escape(flash[1])}</div>" if flash else "", self.progress(who)]
         last = self.team.last_answer(who)
@@ -170,6 +176,9 @@ class App:
             f"<form method=post action=/undo>{pair}<button class=undo data-key=undo>Undo my last answer "
             f"<kbd>{KEYS['undo'][0]}</kbd></button></form>"
         )
+        if q is None and reviewing:
+            parts += ["<h2>No answer of the chat model left to review</h2>", review_switch(True), undo]
+            return self.page("review", "".join(parts), who)
         if q is None:
             done = self.team.done
             parts.append(
@@ -181,8 +190,10 @@ class App:
             )
             parts.append(undo)
             return self.page("annotate", "".join(parts), who, refresh=None if done else 3)
+        if reviewing:
+            parts.append("<p class=msg>Reviewing the chat model's answers, most doubtful first.</p>")
         parts.append(self.question_html(q))
-        parts.append(undo)
+        parts.append(undo + (review_switch(True) if reviewing else ""))
         parts.append(self.overview())
         return self.page("annotate", "".join(parts), who)
 
@@ -394,6 +405,29 @@ class App:
         )
         return self.page("agreement", body, who)
 
+    async def machine(self, request: Request):
+        who = self.who(request, required=False)
+        if self.team.machine is None:
+            raise HTTPException(
+                404, "no chat model answers in this session (see jaxclust serve --machine-url)"
+            )
+        status = await run_in_threadpool(self.team.status)
+        overruled = self.team.machine.overruled(await run_in_threadpool(self.records))
+        body = machine_body(status["machine"], overruled, self.view.items.names, who in self.reviewing)
+        return self.page("machine", body, who)
+
+    async def review(self, request: Request):
+        who = self.who(request)
+        form = await form_of(request)
+        if self.team.machine is None:
+            raise HTTPException(404, "no chat model answers in this session: nothing to review")
+        await run_in_threadpool(self.team.skip, who)  # the question held is not answered in the other mode
+        if form.get("on") == "1":
+            self.reviewing.add(who)
+        else:
+            self.reviewing.discard(who)
+        return RedirectResponse("/", status_code=303)
+
     async def labels_file(self, request: Request):
         labels = self.team.labels_
         if labels is None:
@@ -445,7 +479,8 @@ class App:
 
     async def api_question(self, request: Request):
         who = self.who(request)
-        q = await run_in_threadpool(self.team.question, who)
+        review = request.query_params.get("review") in ("1", "true", "yes")  # the machine's answers
+        q = await run_in_threadpool(self.team.review if review else self.team.question, who)
         reply: dict[str, Any] = {"question": self.question_json(q), "done": self.team.done}
         if q is None and not reply["done"]:
             reply["waiting"] = self.team.waiting()
@@ -533,6 +568,8 @@ def make_app(
         Route("/clusters", app.clusters),
         Route("/clusters.png", app.figure),
         Route("/agreement", app.agreement),
+        Route("/machine", app.machine),
+        Route("/review", app.review, methods=["POST"]),
         Route("/export/labels.csv", app.labels_file),
         Route("/export/answers.jsonl", app.answers_file),
         Route("/item/{k:int}/image", app.image),

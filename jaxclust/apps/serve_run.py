@@ -8,9 +8,10 @@ from typing import Any
 from jaxclust.active.answer_log import is_sqlite_path
 from jaxclust.active.store import AnswerStore
 from jaxclust.active.team import TeamSession
+from jaxclust.active.team_machine import TeamMachine
 from jaxclust.apps.annotate import check_annotate_options
 from jaxclust.apps.items import Items, read_items
-from jaxclust.apps.opening import DEFAULT_STOP_ENTROPY, DEFAULT_STRATEGY, open_session
+from jaxclust.apps.opening import DEFAULT_STOP_ENTROPY, DEFAULT_STRATEGY, open_machine, open_session
 from jaxclust.apps.serve import make_app
 from jaxclust.apps.serve_access import allowed_hosts, check_token, is_loopback, new_token
 from jaxclust.errors import InvalidInputError
@@ -35,11 +36,13 @@ def open_team(
     spelled: dict[str, str] | None = None,
     model: Any = None,
     featurizer: Any = None,
+    machine: dict[str, Any] | None = None,
 ) -> tuple[Items, AnswerStore, TeamSession]:
     """Read the items as ``jaxclust annotate`` does, open the store (an SQLite store shared, so that
     ``jaxclust store stats`` and ``annotate --shared`` sessions work beside the server) and make the team
     session (not started). Every option is checked before anything is read or created. ``featurizer``: texts
-    only, as for :func:`jaxclust.apps.opening.open_session`."""
+    only, as for :func:`jaxclust.apps.opening.open_session`. ``machine``: a chat model that answers first
+    (:func:`jaxclust.apps.opening.open_machine`'s settings)."""
     check_annotate_options(
         data,
         store,
@@ -60,6 +63,11 @@ def open_team(
             f"{flag('double', 'double')}: expected a share of the pairs in [0, 1], got {double!r}"
         )
     items = read_items(data, text_column, name_column, context_column, spelled, tuple(ignore_columns or ()))
+    chat = None
+    if machine is not None:
+        chat = open_machine(
+            items, machine, flag, lambda oracle, check: TeamMachine(oracle, check, random_state=random_state)
+        )
     opened = open_session(
         items,
         store,
@@ -74,7 +82,13 @@ def open_team(
     answers = opened.store
     try:
         team = TeamSession(
-            opened.learner, opened.X, answers, n_queries=n_queries, double=double, random_state=random_state
+            opened.learner,
+            opened.X,
+            answers,
+            n_queries=n_queries,
+            double=double,
+            random_state=random_state,
+            machine=chat,
         )
     except BaseException:
         answers.close()
@@ -127,6 +141,8 @@ def run_serve(
             f"{len(items)} items, {len(answers)} answers in {store}; serving on {address}"
             + ("" if local else " (share this address with the team: it holds the access token)")
         )
+        if team.machine is not None:
+            say(f"{team.machine.name} answers first; the team answers where it is unsure (see /machine).")
         say("The first fit compiles in the background; questions start at once. Ctrl-C stops the server.")
         config = uvicorn.Config(web, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
         uvicorn.Server(config).run(sockets=[sock])

@@ -238,6 +238,10 @@ def test_a_chat_model_answers_first_and_the_person_where_it_matters(workdir):
         ),
     ],
 )
-def test_a_bad_machine_option_is_named(workdir, args, culprit):
-    res = _run(*args, "--store", "s.sqlite", "--n-queries", "2")
+@pytest.mark.parametrize("command", ["annotate", "serve"])
+def test_a_bad_machine_option_is_named(workdir, args, culprit, command):
+    if command == "serve":
+        pytest.importorskip("starlette")
+    res = CliRunner().invoke(app, [command, *args, "--store", "s.sqlite", "--n-queries", "2", "--n-chains", "1"])
     assert res.exit_code == 2 and culprit in res.output, res.output
+    assert not Path("s.sqlite").exists()
