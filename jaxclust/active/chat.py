@@ -437,10 +437,10 @@ class MachineRates:
         return min(0.5, eps)
 
 
-def contradicts(samples: np.ndarray | None, i: int, j: int, verdict: str, sure: float) -> bool:
+def contradicts(samples: np.ndarray | None, i: int, j: int, verdict: str, sure: float | None) -> bool:
     """Whether at least a share ``sure`` of the partitions ``samples`` (S, n) say the opposite of ``verdict``
-    (``"must"`` or ``"cannot"``) about items ``i`` and ``j``; False without samples."""
-    if samples is None:
+    (``"must"`` or ``"cannot"``) about items ``i`` and ``j``; False without samples or when ``sure`` is None."""
+    if samples is None or sure is None:
         return False
     together = float(np.mean(samples[:, i] == samples[:, j]))
     return together <= 1.0 - sure if verdict == "must" else together >= sure
@@ -469,8 +469,8 @@ class MachineFirst:
         The machine's error rates, updated by every check (a new one when None).
     check : float in [0, 1]
         The share of the machine's unanimous answers also asked of a person.
-    sure : float in [0.5, 1]
-        A verdict against what at least this share of the model's samples say goes to a person.
+    sure : float in [0.5, 1] or None
+        A verdict against what at least this share of the model's samples say goes to a person (None: never).
     random_state : int
     tell : callable, optional
         Called with a line saying each answer the machine gave (a terminal session prints it).
@@ -505,7 +505,7 @@ class MachineFirst:
         self.machine, self.person = machine, person
         self.rates = MachineRates() if rates is None else rates
         self.check = check_float(check, "check", minimum=0.0, maximum=1.0)
-        self.sure = check_float(sure, "sure", minimum=0.5, maximum=1.0)
+        self.sure = None if sure is None else check_float(sure, "sure", minimum=0.5, maximum=1.0)
         self.samples: np.ndarray | None = None
         self.tell = tell
         self.rng = np.random.default_rng(seed_from(random_state))

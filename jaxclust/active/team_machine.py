@@ -44,8 +44,8 @@ class TeamMachine:
         Its ``annotator`` is the machine's name in the store.
     check : float in [0, 1]
         The share of the machine's answers also asked of a person.
-    sure : float in [0.5, 1]
-        A verdict against what at least this share of the model's samples say goes to a person.
+    sure : float in [0.5, 1] or None
+        A verdict against what at least this share of the model's samples say goes to a person (None: never).
     random_state : int
         Seeds the choice of checked pairs.
     prior : (float, float)
@@ -76,7 +76,7 @@ class TeamMachine:
             raise InvalidInputError(f"oracle: expected a ChatOracle, got {type(oracle).__name__}")
         self.oracle, self.name = oracle, oracle.annotator
         self.check = check_float(check, "check", minimum=0.0, maximum=1.0)
-        self.sure = check_float(sure, "sure", minimum=0.5, maximum=1.0)
+        self.sure = None if sure is None else check_float(sure, "sure", minimum=0.5, maximum=1.0)
         self.seed = seed_from(random_state)
         self.prior = prior
         self.rates = MachineRates(prior)

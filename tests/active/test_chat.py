@@ -315,4 +315,7 @@ def test_a_verdict_against_what_the_model_is_sure_of_goes_to_a_person():
         samples[:2, 4] = 0  # 3-4 together in 8 of 10: not sure enough
         assert routed.answer(3, 4) == Answer("cannot", machine.annotator)
         assert routed.answer(0, 3) == Answer("cannot", machine.annotator)  # agrees with the model
+        never = MachineFirst(machine, GoldOracle(LABELS), check=0.0, sure=None)
+        never.observe(samples)
+        assert never.answer(0, 2) == Answer("cannot", machine.annotator)  # sure=None: the machine's stands
     assert routed.rates.n_checked == 0  # only random checks calibrate
