@@ -12,7 +12,9 @@ chat-completions endpoint (a hosted API, or a local server such as llama.cpp's o
 * :class:`MachineRates` estimates the machine's two error rates from pairs people also answered, and turns them
   into the error rate of each of its answers as a soft answer.
 * :class:`MachineFirst` routes: the machine answers first, a person where its replies split and for a share of
-  checks that calibrate :class:`MachineRates`.
+  checks (:func:`is_checked`) that calibrate :class:`MachineRates`.
+* A :class:`~jaxclust.active.chat_cache.VoteCache` keeps the votes on disk, so that a resumed session sends no
+  pair twice and re-learns the rates from the store (:meth:`MachineFirst.calibrate`).
 
 A request that still fails after its retries raises :class:`~jaxclust.errors.ChatError` (an outage must not
 become a run of "don't know" answers, which a session never asks again); a spent budget raises
@@ -36,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxclust.active.chat_cache import VoteCache, items_digest
 from jaxclust.active.oracles import SessionStopped, shorten
 from jaxclust.active.replies import WORDS
 from jaxclust.answers import Answer, ask, check_reply
@@ -43,6 +46,7 @@ from jaxclust.errors import ChatError, InvalidInputError
 from jaxclust.validation import check_float, check_int, seed_from
 
 __all__ = [
+    "is_checked",
     "ChatEndpoint",
     "ChatOracle",
     "MachineRates",
@@ -285,6 +289,9 @@ class ChatOracle:
     name : str or None
         The annotator's name in a store (``annotator``, which :class:`~jaxclust.active.ActiveLearner` stores with
         its answers), by default ``"<model> (prompt <digest>)"``: a new prompt is a new annotator.
+    cache : VoteCache, path or None
+        Where the votes are kept across sessions (:mod:`jaxclust.active.chat_cache`); votes of this prompt
+        about the same two texts are read from it instead of asked again.
     """
 
     def __init__(
@@ -297,6 +304,7 @@ class ChatOracle:
         temperature: float = 1.0,
         max_chars: int = 1500,
         name: str | None = None,
+        cache: VoteCache | str | os.PathLike | None = None,
     ):
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise InvalidInputError("texts: expected a sequence of strings, one per item")
@@ -318,6 +326,11 @@ class ChatOracle:
         self.max_chars = check_int(max_chars, "max_chars", minimum=20)
         self.annotator = name if name is not None else f"{endpoint.model} (prompt {self.prompt_digest()})"
         self._votes: dict[tuple[int, int], tuple[int, int, int]] = {}
+        self.cache = cache if cache is None or isinstance(cache, VoteCache) else VoteCache(cache)
+        if self.cache is not None:
+            for (a, b, items), votes in self.cache.read(self.prompt_digest()).items():
+                if 0 <= a < b < len(self.texts) and items == items_digest(self.texts[a], self.texts[b]):
+                    self._votes[(a, b)] = votes
 
     def prompt(self, i: int, j: int) -> str:
         """The question about items ``i`` and ``j``."""
@@ -363,16 +376,18 @@ class ChatOracle:
                         b,
                         shorten(str(r), 80),
                     )
-            self._votes[key] = (verdicts.count("must"), verdicts.count("cannot"), verdicts.count(None))
+            votes = (verdicts.count("must"), verdicts.count("cannot"), verdicts.count(None))
+            if self.cache is not None:
+                self.cache.add(a, b, self.prompt_digest(), items_digest(self.texts[a], self.texts[b]), votes)
+            self._votes[key] = votes
         return self._votes[key]
 
+    def known(self, i: int, j: int) -> tuple[int, int, int] | None:
+        """The pair's votes if it was asked (in this session or, through the cache, an earlier one); never asks."""
+        return self._votes.get((min(i, j), max(i, j)))
+
     def answer(self, i: int, j: int) -> str:
-        same, different, _ = self.votes(i, j)
-        if same and not different:
-            return "must"
-        if different and not same:
-            return "cannot"
-        return "unknown"
+        return verdict_of(self.votes(i, j))
 
     def __call__(self, i: int, j: int) -> str:
         return self.answer(i, j)
@@ -437,6 +452,23 @@ class MachineRates:
         return min(0.5, eps)
 
 
+def verdict_of(votes: tuple[int, int, int]) -> str:
+    """``"must"`` or ``"cannot"`` when the votes ``(same, different, abstained)`` that did not abstain agree,
+    else ``"unknown"``."""
+    same, different, _ = votes
+    if same and not different:
+        return "must"
+    if different and not same:
+        return "cannot"
+    return "unknown"
+
+
+def is_checked(seed: int, i: int, j: int, share: float) -> bool:
+    """Whether the pair ``(i, j)`` (``i < j``) is among the share ``share`` of a machine's answers a person also
+    gives: a seeded hash of the pair, so that a resumed session, and the store read afterwards, know which."""
+    return share > 0 and np.random.default_rng([seed, 11, i, j]).random() < share
+
+
 def contradicts(samples: np.ndarray | None, i: int, j: int, verdict: str, sure: float | None) -> bool:
     """Whether at least a share ``sure`` of the partitions ``samples`` (S, n) say the opposite of ``verdict``
     (``"must"`` or ``"cannot"``) about items ``i`` and ``j``; False without samples or when ``sure`` is None."""
@@ -450,14 +482,14 @@ class MachineFirst:
     """The machine answers first; a person answers where it matters, and checks a share of the machine's answers.
 
     For each question the chat model is asked (its votes); the question goes to ``person`` (any oracle) when the
-    model's replies split or all abstained, when the clustering model is sure of the opposite (a share ``sure`` of
-    its samples, which :class:`~jaxclust.active.ActiveLearner` passes to :meth:`observe`, say so), and also, at
-    random, for a share ``check`` of the others, so that :class:`MachineRates` learns how often the machine is wrong
-    (both answers are compared, the person's is used; only these random checks count, as the other routes pick pairs
-    the machine is likelier to get wrong). Otherwise the machine's answer stands, returned as an
-    :class:`~jaxclust.active.oracles.Answer` under the machine's name, so a session stores it as the machine's and
-    gives it the machine's error rate when ``error_rate`` says so: pass ``ActiveLearner(...,
-    error_rate=oracle.error_rates())``.
+    model's replies split or all abstained, for a share ``check`` of the others (:func:`is_checked`: a seeded
+    hash of the pair), so that :class:`MachineRates` learns how often the machine is wrong (both answers are
+    compared, the person's is used; only these checks count, as the other routes pick pairs the machine is likelier
+    to get wrong), and when the clustering model is sure of the opposite (a share ``sure`` of its samples, which
+    :class:`~jaxclust.active.ActiveLearner` passes to :meth:`observe`, say so). Otherwise the machine's answer
+    stands, returned as an :class:`~jaxclust.active.oracles.Answer` under the machine's name, so a session stores
+    it as the machine's and gives it the machine's error rate when ``error_rate`` says so: pass
+    ``ActiveLearner(..., error_rate=oracle.error_rates())``.
 
     Parameters
     ----------
@@ -508,7 +540,7 @@ class MachineFirst:
         self.sure = None if sure is None else check_float(sure, "sure", minimum=0.5, maximum=1.0)
         self.samples: np.ndarray | None = None
         self.tell = tell
-        self.rng = np.random.default_rng(seed_from(random_state))
+        self.seed = seed_from(random_state)
         self.routes: list[dict[str, Any]] = []
 
     def error_rates(self, person_rate: float = 0.0) -> dict[str, Any]:
@@ -521,13 +553,12 @@ class MachineFirst:
         verdict = self.machine.answer(i, j)
         route = {"i": i, "j": j, "votes": votes, "verdict": verdict, "to": "machine", "why": None}
         self.routes.append(route)
-        drawn = self.check > 0 and self.rng.random() < self.check  # drawn for every pair: one stream of draws
         if verdict == "unknown":
             route.update(to="person", why="split")
+        elif is_checked(self.seed, min(i, j), max(i, j), self.check):
+            route.update(to="person", why="check")
         elif contradicts(self.samples, i, j, verdict, self.sure):
             route.update(to="person", why="contradicts")
-        elif drawn:
-            route.update(to="person", why="check")
         if route["to"] == "machine":
             if self.tell is not None:
                 same, different, abstained = votes
@@ -542,6 +573,19 @@ class MachineFirst:
         if route["why"] == "check":
             self.rates.add(verdict, said)
         return said
+
+    def calibrate(self, records: Sequence[dict]) -> None:
+        """The rates learned again from ``records`` (a resumed store's answers in effect): each checked pair a
+        person answered whose votes the machine's cache holds counts, as it did when it was asked."""
+        self.rates.checked = {"must": [0, 0], "cannot": [0, 0]}
+        for rec in records:
+            i, j = rec["i"], rec["j"]
+            votes = self.machine.known(i, j)
+            if rec.get("annotator") == self.machine.annotator or votes is None:
+                continue
+            verdict = verdict_of(votes)
+            if verdict != "unknown" and is_checked(self.seed, min(i, j), max(i, j), self.check):
+                self.rates.add(verdict, rec["answer"])
 
     def observe(self, samples: np.ndarray) -> None:
         """The partitions (S, n) the session's model holds now (:class:`~jaxclust.active.ActiveLearner` passes

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxclust.active.chat import ChatOracle, MachineRates, contradicts
+from jaxclust.active.chat import ChatOracle, MachineRates, contradicts, is_checked
 from jaxclust.active.replies import WORDS
 from jaxclust.errors import InvalidInputError
 from jaxclust.validation import check_float, seed_from
@@ -87,7 +87,7 @@ class TeamMachine:
 
     def checked(self, i: int, j: int) -> bool:
         """Whether a person owes a second opinion on the machine's answer about ``(i, j)``."""
-        return self.check > 0 and np.random.default_rng([self.seed, 11, i, j]).random() < self.check
+        return is_checked(self.seed, i, j, self.check)
 
     def calibrate(self, by_pair: dict[Pair, dict[str, str]]) -> None:
         """The error rates from the checked pairs among ``by_pair`` (pair -> {annotator: must/cannot}, the

@@ -268,7 +268,11 @@ def run_annotate(
     oracle, error_rate = person, 0.0
     if machine is not None:
         oracle = open_machine(
-            items, machine, flag, lambda chat, check: MachineFirst(chat, person, check=check, tell=say)
+            items,
+            machine,
+            flag,
+            lambda chat, check: MachineFirst(chat, person, check=check, random_state=random_state, tell=say),
+            store,
         )
         error_rate = oracle.error_rates()
     opened = open_session(
@@ -290,6 +294,8 @@ def run_annotate(
         error_rate=error_rate,
     )
     X, answers, learner, resumed = opened.X, opened.store, opened.learner, opened.resumed
+    if machine is not None:
+        oracle.calibrate(answers.records)  # a resumed session's checks, with the votes kept beside the store
     try:
         say(_opening(items, X.shape[1], answers, store, resumed))
         if shared:
@@ -311,7 +317,19 @@ def run_annotate(
     say(
         "\n" + "\n".join(_ending(summary, learner, n_queries, n_total, store, labels_out, stop_entropy, flag))
     )
+    if machine is not None:
+        say(_machine_rates(oracle))
     return summary
+
+
+def _machine_rates(routed: MachineFirst) -> str:
+    """The chat model's error rates as learned so far, in words."""
+    r = routed.rates
+    return (
+        f"{routed.machine.annotator}: says same about a pair you call different {r.false_same:.2f} of the time, "
+        f"different about a pair you call the same {r.false_different:.2f} (from {r.n_checked} checked pairs "
+        "and a prior); its answers count at these rates."
+    )
 
 
 def _opening(items, n_features: int, answers, store, resumed: int) -> str:

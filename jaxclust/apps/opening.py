@@ -185,12 +185,18 @@ _MACHINE_KEYS = {
 
 
 def open_machine(
-    items: Items, machine: dict[str, Any], flag: Callable, build: Callable[[ChatOracle, float], Any]
+    items: Items,
+    machine: dict[str, Any],
+    flag: Callable,
+    build: Callable[[ChatOracle, float], Any],
+    store: str | os.PathLike | None = None,
 ):
     """The chat model of an app's ``machine`` settings (``url``, ``model``, ``key_env``, ``check``, ``n_replies``,
     ``max_requests``; texts only) as ``build(oracle, check)`` makes it answer (the terminal's
     :class:`~jaxclust.active.chat.MachineFirst`, the team's :class:`~jaxclust.active.team_machine.TeamMachine`).
-    A bad setting is named as ``flag(name, default)`` spells its option."""
+    With the answer ``store``'s path, its votes are kept beside it (``<store>.chat.jsonl``, a
+    :class:`~jaxclust.active.chat_cache.VoteCache`), so a resumed session asks no pair again. A bad setting is
+    named as ``flag(name, default)`` spells its option."""
     where = flag("machine", "machine")
     unknown = set(machine) - {"url", "model", "key_env", "check", "n_replies", "max_requests"}
     if unknown:
@@ -206,7 +212,8 @@ def open_machine(
     settings.setdefault("api_key_env", None)
     try:
         endpoint = ChatEndpoint(**settings)
-        chat = ChatOracle(items.texts, endpoint, n_replies=machine.get("n_replies", 5))
+        cache = None if store is None else Path(store).with_name(Path(store).name + ".chat.jsonl")
+        chat = ChatOracle(items.texts, endpoint, n_replies=machine.get("n_replies", 5), cache=cache)
         return build(chat, machine.get("check", 0.1))
     except InvalidInputError as exc:  # name the option as the caller spelled it
         text = str(exc)

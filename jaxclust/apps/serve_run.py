@@ -66,7 +66,11 @@ def open_team(
     chat = None
     if machine is not None:
         chat = open_machine(
-            items, machine, flag, lambda oracle, check: TeamMachine(oracle, check, random_state=random_state)
+            items,
+            machine,
+            flag,
+            lambda oracle, check: TeamMachine(oracle, check, random_state=random_state),
+            store,
         )
     opened = open_session(
         items,

@@ -319,3 +319,51 @@ def test_a_verdict_against_what_the_model_is_sure_of_goes_to_a_person():
         never.observe(samples)
         assert never.answer(0, 2) == Answer("cannot", machine.annotator)  # sure=None: the machine's stands
     assert routed.rates.n_checked == 0  # only random checks calibrate
+
+
+def test_the_votes_kept_on_disk_are_not_asked_again_and_other_prompts_or_texts_are(tmp_path):
+    cache = tmp_path / "s.sqlite.chat.jsonl"
+    with FakeChatServer(TEXTS, LABELS, noise=0.3, seed=2) as server:
+        first = _oracle(server, n_replies=3, cache=cache)
+        votes = {(i, j): first.votes(i, j) for i, j in [(0, 1), (2, 5), (3, 7)]}
+        asked = len(server.requests)
+        again = _oracle(server, n_replies=3, cache=cache)
+        assert {p: again.votes(*p) for p in votes} == votes and len(server.requests) == asked
+        assert again.known(1, 0) == votes[(0, 1)] and again.known(0, 2) is None
+        other = _oracle(server, n_replies=3, cache=cache, instructions="Topics only.")  # another prompt
+        assert other.known(0, 1) is None
+        changed = ChatOracle(["x"] + TEXTS[1:], ChatEndpoint(server.url, "fake-model", api_key_env=None),
+                             n_replies=3, cache=cache)  # fmt: skip
+        assert changed.known(0, 1) is None and changed.known(2, 5) == votes[(2, 5)]  # item 0's text changed
+        with open(cache, "a") as f:
+            f.write('{"i": 4, "j": 6, "prom')  # a torn last line (the process died while appending)
+        torn = _oracle(server, n_replies=3, cache=cache)
+        assert torn.known(4, 6) is None and torn.known(3, 7) == votes[(3, 7)]
+        torn.votes(4, 6)
+    assert _oracle(server, n_replies=3, cache=cache).known(4, 6) == torn.votes(4, 6)  # on a line of its own
+
+
+def test_a_resumed_session_learns_the_machines_rates_again_from_the_store_and_the_cache(tmp_path):
+    cache = tmp_path / "votes.jsonl"
+    labels = np.repeat(np.arange(4), 6)
+    texts = [f"text {k}" for k in range(24)]
+    with FakeChatServer(texts, labels, false_same=0.4, seed=1) as server:
+        endpoint = ChatEndpoint(server.url, "fake", api_key_env=None)
+        routed = MachineFirst(ChatOracle(texts, endpoint, n_replies=1, cache=cache), GoldOracle(labels),
+                              check=0.4, random_state=3)  # fmt: skip
+        pairs = [(i, j) for i in range(24) for j in range(i + 1, 24)][::5]
+        records = []
+        for i, j in pairs:
+            said = routed.answer(i, j)
+            who = said.annotator if isinstance(said, Answer) else "ana"
+            records.append({"i": i, "j": j, "answer": str(getattr(said, "answer", said)), "annotator": who})
+        assert routed.rates.n_checked > 5 and routed.rates.checked["must"][1] > 0
+        for rec in list(records):  # another person's second opinions on the machine's answers: no checks
+            if rec["annotator"] == routed.machine.annotator:
+                records.append({**rec, "answer": "must" if labels[rec["i"]] == labels[rec["j"]] else "cannot",
+                                "annotator": "bo"})  # fmt: skip
+        asked = len(server.requests)
+        resumed = MachineFirst(ChatOracle(texts, endpoint, n_replies=1, cache=cache), GoldOracle(labels),
+                               check=0.4, random_state=3)  # fmt: skip
+        resumed.calibrate(records)
+        assert resumed.rates.checked == routed.rates.checked and len(server.requests) == asked

@@ -220,6 +220,27 @@ def test_a_chat_model_answers_first_and_the_person_where_it_matters(workdir):
     assert res.stdout.count("Question ") == len(by_eve)  # the person saw only the routed questions
 
 
+def test_a_resumed_machine_session_learns_the_rates_again_from_its_checks(workdir):
+    import re
+
+    from jaxclust.active.chat import is_checked
+    from jaxclust.active.chat_fake import FakeChatServer
+
+    tmp, texts = workdir
+    labels = np.repeat(np.arange(3), 5)
+    with FakeChatServer(texts, labels, seed=0) as server:
+        machine = ["--machine-url", server.url, "--machine-model", "fake", "--machine-check", "0.5"]
+        for n in (5, 10):
+            res = _run("texts.txt", "--store", "s.sqlite", "--n-queries", str(n), *machine, replies="y\n" * 10)
+            assert res.exit_code == 0, res.output
+    assert (tmp / "s.sqlite.chat.jsonl").exists()
+    with AnswerStore("s.sqlite") as s:
+        people = [r for r in s.records if not r["annotator"].startswith("fake (prompt ")]
+    checked = sum(is_checked(0, r["i"], r["j"], 0.5) for r in people)  # --seed 0
+    said = re.search(r"\(from (\d+) checked pairs and a prior\)", res.stdout)
+    assert checked >= 1 and said and int(said.group(1)) == checked  # the first run's checks count too
+
+
 @pytest.mark.parametrize(
     ("args", "culprit"),
     [
