@@ -5,7 +5,8 @@ labels, wrong about a share of the different pairs (``--false-same``) and of the
 (``--false-different``), each pair's belief fixed once, and each of its ``--replies`` sampled replies flipped with
 chance ``--noise`` (so that its replies split on some pairs). Three sessions per set and seed, all the default
 session of ``jaxclust annotate`` (``ActiveLearner(DPMM(4 chains, 50 burn-in, 10 samples 3 apart))``, explore
-questions, answers joining classes), the person being the gold labels:
+questions, answers joining classes; ``--model nested``: ``NestedDPMM(random_state=seed)``, classes in the sampled
+model), the person being the gold labels:
 
 * ``human``: a person answers every question (``--human-queries`` of them).
 * ``machine``: ``MachineFirst`` (the terminal's routing): the machine answers first; the person answers where its
@@ -61,7 +62,12 @@ def run_one(dataset: str, mode: str, seed: int, args) -> dict:
 
     X, y = load(dataset)
     texts = [f"item {k}" for k in range(len(y))]
-    model = DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3, random_state=seed)
+    if args.model == "nested":
+        from jaxclust import NestedDPMM
+
+        model = NestedDPMM(random_state=seed)
+    else:
+        model = DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3, random_state=seed)
     human = mode == "human"
     person = Person(y, args.human_queries if human else args.human_budget)
     server = FakeChatServer(
@@ -208,6 +214,9 @@ def main(argv=None) -> None:
     ap.add_argument("--human-queries", type=int, default=100)
     ap.add_argument("--human-budget", type=int, default=40)
     ap.add_argument("--max-questions", type=int, default=150)
+    ap.add_argument(
+        "--model", default="dpmm", choices=("dpmm", "nested"), help="DPMM (the class layer) or NestedDPMM"
+    )
     ap.add_argument("--out", default="experiments/results/machine_answers")
     ap.add_argument("--summarize", action="store_true")
     args = ap.parse_args(argv)

@@ -22,6 +22,7 @@ __all__ = [
     "check_index",
     "check_positive",
     "check_int",
+    "check_rule",
     "check_float",
     "check_fitted",
     "looks_like_constraints",
@@ -338,7 +339,10 @@ class PerKey(NamedTuple):
         return value
 
 
-def _checked(rule: Any, value: Any, name: str) -> Any:
+def check_rule(rule: Any, value: Any, name: str) -> Any:
+    """``value`` checked by a declared ``rule`` (:class:`Int`, :class:`Real`, :class:`Options`, ...) and
+    returned as the rule gives it; else :class:`~jaxclust.errors.InvalidInputError`
+    ``"<name>: expected <what the rule wants>, got <value>"``."""
     try:
         return rule.check(value)
     except (ValueError, TypeError, OverflowError):
@@ -350,7 +354,7 @@ def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int
 
     The message names the parameter as the user spelled it: ``"capacity: expected an int >= 1, got 'big'"``.
     """
-    return _checked(Int(minimum, maximum), value, name)
+    return check_rule(Int(minimum, maximum), value, name)
 
 
 def check_float(
@@ -365,7 +369,7 @@ def check_float(
     """Return ``value`` as a float after checking it is a real number (not a string, not a bool, not NaN) in
     range; ``strict`` makes the bounds exclusive, ``allow_inf`` accepts +-inf (when the bounds allow it).
     """
-    return _checked(Real(minimum, maximum, strict, allow_inf), value, name)
+    return check_rule(Real(minimum, maximum, strict, allow_inf), value, name)
 
 
 def check_fitted(estimator: Any, attribute: str, method: str = "this method") -> None:

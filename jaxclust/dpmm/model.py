@@ -19,7 +19,7 @@ from jaxclust.dpmm.kernels import SAMPLERS
 from jaxclust.dpmm.predictive import assignment_probabilities
 from jaxclust.dpmm.problem import PreparedData, location_scale, prepare_data, prepare_problem, start_labels
 from jaxclust.errors import InvalidInputError, JaxclustWarning, NotFittedError
-from jaxclust.validation import check_array, check_int, check_labels, check_positive, prng_key
+from jaxclust.validation import Int, Options, Real, check_array, check_labels, check_rule, prng_key
 
 __all__ = [
     "DPMM",
@@ -45,6 +45,19 @@ SAMPLER_DEFAULTS = {
 }
 
 
+#: The rules of a fit's settings: :class:`DPMM`'s hyperparameters and the same arguments of :func:`sample`.
+FIT_RULES = {
+    "sampler": Options(("auto",) + SAMPLERS),
+    "n_chains": Int(1, none=True),
+    "n_burnin": Int(0, none=True),
+    "n_samples": Int(1, none=True),
+    "thin": Int(1, none=True),
+    "capacity": Int(1, none=True),
+    "split_merge": Int(0),
+    "alpha": Real(0.0, strict=True),
+}
+
+
 def resolve_settings(sampler: str, n_groups: int, **given) -> dict:
     """``{"sampler", "n_chains", "n_burnin", "n_samples", "thin"}``: the sampler ``"auto"`` resolves to for
     ``n_groups`` must-link groups, and its defaults for every setting given as ``None``."""
@@ -57,8 +70,7 @@ def resolve_settings(sampler: str, n_groups: int, **given) -> dict:
 def choose_sampler(sampler: str, n_groups: int) -> str:
     """``"collapsed"`` or ``"subcluster"``: ``sampler`` itself, or for ``"auto"`` the collapsed sampler below
     ``AUTO_SUBCLUSTER_GROUPS`` groups (its sweep is sequential over groups) and the sub-cluster sampler above."""
-    if sampler not in SAMPLERS + ("auto",):
-        raise InvalidInputError(f"sampler: expected 'auto', 'collapsed' or 'subcluster', got {sampler!r}")
+    sampler = check_rule(FIT_RULES["sampler"], sampler, "sampler")
     if sampler == "auto":
         return "collapsed" if n_groups < AUTO_SUBCLUSTER_GROUPS else "subcluster"
     return sampler
@@ -186,29 +198,29 @@ def _validate(
     split_merge,
     mesh,
 ) -> _Checked:
-    """Every setting of a fit checked (named errors) and the chain settings resolved (``resolve_settings``).
-    ``X`` and ``constraints`` come checked (``check_array``, ``as_constraints``)."""
-    for name, value, low in (
-        ("n_chains", n_chains, 1),
-        ("n_burnin", n_burnin, 0),
-        ("n_samples", n_samples, 1),
-        ("thin", thin, 1),
-        ("capacity", capacity, 1),
-    ):
-        if value is not None:
-            check_int(value, name, minimum=low)
-    n_groups = X.shape[0] if constraints is None else constraints.n_groups
-    settings = resolve_settings(
-        sampler, n_groups, n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples, thin=thin
+    """Every setting of a fit checked by its rule in :data:`FIT_RULES` (named errors) and the chain settings
+    resolved (``resolve_settings``). ``X`` and ``constraints`` come checked (``check_array``, ``as_constraints``)."""
+    given = dict(
+        sampler=sampler,
+        n_chains=n_chains,
+        n_burnin=n_burnin,
+        n_samples=n_samples,
+        thin=thin,
+        capacity=capacity,
+        split_merge=split_merge,
+        alpha=alpha,
     )
+    v = {name: check_rule(FIT_RULES[name], value, name) for name, value in given.items()}
+    n_groups = X.shape[0] if constraints is None else constraints.n_groups
+    chain_settings = {k: v[k] for k in ("n_chains", "n_burnin", "n_samples", "thin")}
     return _Checked(
         X,
         constraints,
-        settings,
-        check_positive(alpha, "alpha"),
+        resolve_settings(v["sampler"], n_groups, **chain_settings),
+        v["alpha"],
         check_alpha_prior(alpha_prior),
-        None if capacity is None else int(capacity),
-        check_int(split_merge, "split_merge", minimum=0),
+        v["capacity"],
+        v["split_merge"],
         None if mesh is None else distributed.resolve_mesh(mesh),
     )
 
@@ -341,6 +353,10 @@ class DPMM(ClusterMixin, BaseEstimator):
     settings_ : dict - the sampler and chain settings the fit used (defaults resolved)
     """
 
+    #: The declared rules of its hyperparameters (checked when it fits; ``prior``, ``alpha_prior`` and ``mesh``
+    #: by their own readers).
+    _parameter_constraints = FIT_RULES
+
     def __init__(
         self,
         prior=None,
@@ -450,7 +466,7 @@ class DPMM(ClusterMixin, BaseEstimator):
                 f"capacity={self.capacity!r} and max_components={self.max_components!r}: max_components is the "
                 "deprecated spelling of capacity; give one"
             )
-        return check_int(self.max_components, "max_components", minimum=1)
+        return check_rule(Int(1), self.max_components, "max_components")
 
     @property
     def coclustering_(self) -> np.ndarray:
