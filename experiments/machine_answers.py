@@ -175,9 +175,6 @@ def summarize(folder: Path, human_at: int = 60, machine_humans: int = 20) -> dic
 
 
 def _figure(rows: list[dict], path: Path, machine_humans: int) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     names = [f"{r['dataset']}/{r['seed']}" for r in rows]
