@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from active_suite import DATASETS, _scores, load
+from active_suite import DATASETS, load
+from sklearn.metrics import adjusted_rand_score
 
 from jaxclust.answers import Answer
 
@@ -100,7 +101,7 @@ def run_one(dataset: str, mode: str, seed: int, args) -> dict:
         try:
             pair = next(session)
             while True:
-                ari.append(_scores(y, learner.labels_)[0])
+                ari.append(adjusted_rand_score(y, learner.labels_))
                 humans.append(person.asked)
                 before = person.asked
                 if human:
@@ -116,7 +117,7 @@ def run_one(dataset: str, mode: str, seed: int, args) -> dict:
             pass
         finally:
             session.close()
-        ari.append(_scores(y, learner.labels_)[0])
+        ari.append(adjusted_rand_score(y, learner.labels_))
         humans.append(person.asked)
     # ARI with h human answers: the clustering just before the person's (h+1)-th answer
     by_human = [ari[max(k for k in range(len(ari)) if humans[k] <= h)] for h in range(person.asked + 1)]

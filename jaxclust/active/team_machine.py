@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxclust.active.answer_log import UNNAMED
 from jaxclust.active.chat import ChatOracle, MachineRates, contradicts, is_checked
 from jaxclust.active.replies import WORDS
 from jaxclust.errors import InvalidInputError
@@ -152,7 +153,7 @@ class TeamMachine:
         by_pair: dict[Pair, dict[str, str]] = {}
         for rec in records:
             if rec["answer"] != "unknown":
-                by_pair.setdefault((rec["i"], rec["j"]), {})[rec.get("annotator") or ""] = rec["answer"]
+                by_pair.setdefault((rec["i"], rec["j"]), {})[rec.get("annotator") or UNNAMED] = rec["answer"]
         out = []
         for p in sorted(by_pair):
             said = by_pair[p].get(self.name)
