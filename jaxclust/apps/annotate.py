@@ -55,6 +55,7 @@ from jaxclust.apps.opening import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_STOP_ENTROPY,
     DEFAULT_STRATEGY,
+    check_sampler_options,
     feature_words,
     open_machine,
     open_session,
@@ -99,6 +100,7 @@ def check_annotate_options(
     annotator: Any = None,
     shared: bool = False,
     ignore_columns: Any = (),
+    sampler_options: dict[str, Any] | None = None,
 ) -> None:
     """Check every option of an annotate session before anything is read or created.
 
@@ -131,6 +133,7 @@ def check_annotate_options(
             f"and ln 2 = 0.693, got {stop_entropy!r}"
         )
     check_annotator(annotator, name("annotator", "annotator"))
+    check_sampler_options(sampler_options, name)
     data, store = check_data_file(Path(data)), Path(store)
     check_columns_apply(data, text_column, name_column, context_column, spelled, tuple(ignore_columns or ()))
     if _same_file(store, data):
@@ -204,10 +207,11 @@ def run_annotate(
     labels_out : path, optional
         Writes ``name,cluster`` (``name,cluster,text`` for texts) for the final clustering.
     model : estimator, optional
-        Default: ``DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3, random_state=random_state)`` on the
-        features, built after every option is checked.
+        Default: :func:`~jaxclust.apps.opening.default_model` (``DPMM(n_chains=4, n_burnin=50, n_samples=10,
+        thin=3, random_state=random_state)``) on the features, built after every option is checked.
     sampler_options : dict, optional
-        ``n_chains``, ``n_burnin``, ``n_samples`` of that default model (ignored when ``model`` is given).
+        ``model`` (``"dpmm"`` or ``"nested"``), ``n_chains``, ``n_burnin``, ``n_samples`` of that default model
+        (ignored when ``model`` is given).
     input_fn, output :
         Replace the terminal (tests, notebooks).
     stop_entropy : float or None
@@ -253,6 +257,7 @@ def run_annotate(
         annotator=annotator,
         shared=shared,
         ignore_columns=ignore_columns,
+        sampler_options=sampler_options,
     )
     out = output if output is not None else sys.stdout
     items = read_items(data, text_column, name_column, context_column, spelled, tuple(ignore_columns or ()))

@@ -22,6 +22,7 @@ from jaxclust.apps.cli_common import (
     MACHINE_KEY_ENV_OPTION,
     MACHINE_MODEL_OPTION,
     MACHINE_URL_OPTION,
+    MODEL_OPTION,
     N_BURNIN_OPTION,
     N_CHAINS_OPTION,
     N_SAMPLES_OPTION,
@@ -143,7 +144,8 @@ def annotate(
     machine_model: str = MACHINE_MODEL_OPTION,
     machine_key_env: str = MACHINE_KEY_ENV_OPTION,
     machine_check: float = MACHINE_CHECK_OPTION,
-    n_burnin: int = N_BURNIN_OPTION,
+    model: str = MODEL_OPTION,
+    n_burnin: int | None = N_BURNIN_OPTION,
     n_samples: int = N_SAMPLES_OPTION,
     n_chains: int = N_CHAINS_OPTION,
     seed: int = SEED_OPTION,
@@ -152,7 +154,7 @@ def annotate(
     """Interactive, resumable active clustering of your own texts or data: answer y / n / d (don't know) /
     u (undo) / q."""
 
-    sampler = sampler_options(n_chains, n_burnin, n_samples, seed)
+    sampler = sampler_options(n_chains, n_burnin, n_samples, seed, model)
     try:
         with one_line_warnings():
             use_compilation_cache(not no_compilation_cache)

@@ -16,7 +16,8 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from jaxclust.errors import JaxclustWarning
+from jaxclust.apps.opening import check_sampler_options
+from jaxclust.errors import InvalidInputError, JaxclustWarning
 
 try:  # typer >= 0.20 vendors click
     from typer._click import exceptions as _cx
@@ -30,6 +31,7 @@ __all__ = [
     "NAME_COLUMN_OPTION",
     "TEXT_COLUMN_OPTION",
     "N_BURNIN_OPTION",
+    "MODEL_OPTION",
     "N_SAMPLES_OPTION",
     "N_CHAINS_OPTION",
     "SEED_OPTION",
@@ -84,7 +86,17 @@ TEXT_COLUMN_OPTION = typer.Option(
     help="CSV column (JSON-lines field, default 'text') holding the texts to cluster; texts become features "
     "(see --features), saved with the store.",
 )
-N_BURNIN_OPTION = typer.Option(50, "--n-burnin", help="Sampler burn-in sweeps (first fit).")
+N_BURNIN_OPTION = typer.Option(
+    None,
+    "--n-burnin",
+    help="Sampler burn-in sweeps of the first fit (default: 50 with --model dpmm, 100 nested).",
+)
+MODEL_OPTION = typer.Option(
+    "dpmm",
+    "--model",
+    help="dpmm (default): classes made of the model's components by the answers; nested: classes sampled "
+    "inside the model, so that every correct answer helps, whoever gave it (slower refits).",
+)
 N_SAMPLES_OPTION = typer.Option(10, "--n-samples", help="Samples per chain.")
 N_CHAINS_OPTION = typer.Option(4, "--n-chains", help="Sampler chains.")
 SEED_OPTION = typer.Option(0, "--seed", help="Random seed (>= 0).")
@@ -189,14 +201,20 @@ def check_count(value: int | None, flag: str, low: int) -> None:
         fail(f"{flag}: expected {'a positive' if low == 1 else 'a non-negative'} integer, got {value}")
 
 
-def sampler_options(n_chains: int, n_burnin: int, n_samples: int, seed: int) -> dict[str, int]:
-    """``--n-chains``, ``--n-burnin``, ``--n-samples`` and ``--seed`` checked; the first three as the apps'
-    ``sampler_options``."""
+def sampler_options(
+    n_chains: int, n_burnin: int | None, n_samples: int, seed: int, model: str = "dpmm"
+) -> dict[str, Any]:
+    """``--model``, ``--n-chains``, ``--n-burnin``, ``--n-samples`` and ``--seed`` checked; all but the seed as
+    the apps' ``sampler_options`` (:func:`jaxclust.apps.opening.default_model`)."""
+    try:
+        check_sampler_options({"model": model}, lambda key, _: "--model")
+    except InvalidInputError as exc:
+        fail(str(exc))
     check_count(n_burnin, "--n-burnin", 0)
     check_count(n_samples, "--n-samples", 1)
     check_count(n_chains, "--n-chains", 1)
     check_count(seed, "--seed", 0)
-    return {"n_chains": n_chains, "n_burnin": n_burnin, "n_samples": n_samples}
+    return {"model": model, "n_chains": n_chains, "n_burnin": n_burnin, "n_samples": n_samples}
 
 
 def machine_options(url: str | None, model: str | None, key_env: str | None, check: float) -> dict | None:

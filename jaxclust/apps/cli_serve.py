@@ -21,6 +21,7 @@ from jaxclust.apps.cli_common import (
     MACHINE_KEY_ENV_OPTION,
     MACHINE_MODEL_OPTION,
     MACHINE_URL_OPTION,
+    MODEL_OPTION,
     N_BURNIN_OPTION,
     N_CHAINS_OPTION,
     N_SAMPLES_OPTION,
@@ -74,7 +75,8 @@ def serve(
     stop_entropy: float = typer.Option(
         0.2, "--stop-entropy", help="Stop asking when every unknown pair's link entropy is below this (nats)."
     ),
-    n_burnin: int = N_BURNIN_OPTION,
+    model: str = MODEL_OPTION,
+    n_burnin: int | None = N_BURNIN_OPTION,
     n_samples: int = N_SAMPLES_OPTION,
     n_chains: int = N_CHAINS_OPTION,
     seed: int = SEED_OPTION,
@@ -85,7 +87,7 @@ def serve(
     no_compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
     """A web page where a team answers the model's questions together (needs jaxclust\\[serve])."""
-    sampler = sampler_options(n_chains, n_burnin, n_samples, seed)
+    sampler = sampler_options(n_chains, n_burnin, n_samples, seed, model)
     if not 0 <= port <= 65535:
         fail(f"--port: expected a port number 0..65535, got {port}")
     try:

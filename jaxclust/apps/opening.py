@@ -19,12 +19,16 @@ from jaxclust.active.store import AnswerStore
 from jaxclust.apps.features import compute_features, session_features
 from jaxclust.apps.items import Items
 from jaxclust.errors import InvalidInputError
+from jaxclust.validation import Int, Options, check_rule
 
 __all__ = [
     "Opened",
     "open_session",
     "feature_words",
     "default_model",
+    "MODELS",
+    "SAMPLER_RULES",
+    "check_sampler_options",
     "make_learner",
     "open_machine",
     "DEFAULT_STRATEGY",
@@ -40,11 +44,50 @@ DEFAULT_BATCH_SIZE = 1
 DEFAULT_STOP_ENTROPY = 0.2
 
 
-def default_model(random_state: int = 0, n_chains: int = 4, n_burnin: int = 50, n_samples: int = 10):
-    """The model of an annotation session: ``DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3)``."""
+#: The models an annotation session can be given by name (``--model``).
+MODELS = ("dpmm", "nested")
+
+
+#: The declared rule of each of ``default_model``'s options (the apps' ``sampler_options``).
+SAMPLER_RULES = {
+    "model": Options(MODELS),
+    "n_chains": Int(1),
+    "n_burnin": Int(0, none=True),
+    "n_samples": Int(1),
+}
+
+
+def check_sampler_options(options: dict[str, Any] | None, name: Callable[[str, str], str]) -> None:
+    """Each of ``options`` by its rule (:data:`SAMPLER_RULES`), before anything is created; the message names an
+    option as ``name(key, key)`` gives it (the command line's flags, or the parameter names)."""
+    for key, value in (options or {}).items():
+        if key not in SAMPLER_RULES:
+            raise InvalidInputError(
+                f"sampler_options: unknown option {key!r} (expected {', '.join(SAMPLER_RULES)})"
+            )
+        check_rule(SAMPLER_RULES[key], value, name(key, key))
+
+
+def default_model(
+    random_state: int = 0,
+    n_chains: int = 4,
+    n_burnin: int | None = None,
+    n_samples: int = 10,
+    model: str = "dpmm",
+):
+    """The model of an annotation session. ``"dpmm"``: ``DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3)``,
+    its samples read as classes of components by the session. ``"nested"``: ``NestedDPMM(n_chains=4,
+    n_burnin=100, n_samples=10)``, classes sampled inside the model, so that answers the session did not pick
+    (other annotators', a chat model's) compose; its refits take longer. ``n_burnin`` None: 50 and 100."""
+    if model == "nested":
+        from jaxclust.dpmm.nested_model import NestedDPMM
+
+        burn = 100 if n_burnin is None else n_burnin
+        return NestedDPMM(n_chains=n_chains, n_burnin=burn, n_samples=n_samples, random_state=random_state)
     from jaxclust.dpmm import DPMM
 
-    return DPMM(n_chains=n_chains, n_burnin=n_burnin, n_samples=n_samples, thin=3, random_state=random_state)
+    burn = 50 if n_burnin is None else n_burnin
+    return DPMM(n_chains=n_chains, n_burnin=burn, n_samples=n_samples, thin=3, random_state=random_state)
 
 
 def make_learner(

@@ -56,6 +56,7 @@ def open_team(
         name_column=name_column,
         context_column=context_column,
         ignore_columns=ignore_columns,
+        sampler_options=sampler_options,
     )
     flag = (spelled or {}).get
     if isinstance(double, bool) or not isinstance(double, int | float) or not 0.0 <= double <= 1.0:

@@ -56,6 +56,7 @@ __all__ = [
     "NestedData",
     "NestedState",
     "component_log_marginal",
+    "component_log_predictive",
     "prepare",
     "pad_answers",
     "init",
@@ -141,6 +142,25 @@ def component_log_marginal(count, mean, scatter, prior: NestedPrior) -> jax.Arra
         + 0.5 * jnp.log(k0 / k_n)
     )
     return jnp.sum(per_dim, -1)
+
+
+def component_log_predictive(count, mean, scatter, x, prior: NestedPrior) -> jax.Array:
+    """``ln p(x | a component's items)`` (...,) for one item ``x`` (D,): the component's marginal with ``x`` less
+    its marginal without (:func:`component_log_marginal`), in one pass (the Student-t predictive; an empty
+    component gives the prior predictive). The terms of the count alone are computed once per component, not per
+    dimension, when ``shape`` and ``kappa`` are scalars: this is the inner loop of every move that places items."""
+    m0, k0, a0, b0, tau = (jnp.asarray(p, mean.dtype) for p in prior)
+    v = tau * count.astype(mean.dtype)[..., None]
+    k_n = k0 + v
+    a_n = a0 + 0.5 * v
+    y = mean - m0
+    b_n = b0 + 0.5 * (tau * scatter + k0 * v * y * y / k_n)
+    r = x - (m0 + v * y / k_n)  # from the posterior mean of the component's mean
+    k_1 = k_n + tau
+    b_1 = b_n + 0.5 * tau * k_n * r * r / k_1
+    of_count = gammaln(a_n + 0.5 * tau) - gammaln(a_n) + 0.5 * jnp.log(k_n / k_1) - 0.5 * tau * _LOG_2PI
+    per_dim = jnp.sum(a_n * jnp.log(b_n) - (a_n + 0.5 * tau) * jnp.log(b_1), -1)
+    return per_dim + jnp.sum(of_count, -1) * (mean.shape[-1] if of_count.shape[-1] == 1 else 1)
 
 
 def class_counts(state: NestedState, C: int) -> tuple[jax.Array, jax.Array]:
@@ -332,15 +352,12 @@ def item_conditional(i, state: NestedState, data: NestedData, prior: NestedPrior
     scatter = state.scatter.at[k_old].set(s1)
     u = jnp.where(count > 0, state.u, -1)
     without = NestedState(state.z, u, count, mean, scatter)
-    lm = component_log_marginal
-    plus_n, plus_m, plus_s = welford_add(count, mean, scatter, x[None, :])
-    lm_single = lm(jnp.ones((), count.dtype), x, jnp.zeros_like(x), prior)
+    lp = component_log_predictive
+    lm_single = lp(jnp.zeros((), count.dtype), jnp.zeros_like(x), jnp.zeros_like(x), x, prior)
     n_class, comps_per_class = class_counts(without, C)
     log_new = jnp.log(alpha) - jnp.log(jnp.sum(count > 0) + gamma)  # a new component, seated among the others
     uk = jnp.maximum(u, 0)
-    comp_score = (
-        lm(plus_n, plus_m, plus_s, prior) - lm(count, mean, scatter, prior) + jnp.log(count.astype(x.dtype))
-    )
+    comp_score = lp(count, mean, scatter, x, prior) + jnp.log(count.astype(x.dtype))
     newcomp_score = lm_single + log_new + jnp.log(comps_per_class.astype(x.dtype))
     newclass_score = lm_single + log_new + jnp.log(gamma)
     # answers: the other items' classes

@@ -116,6 +116,7 @@ def _run_block(state, keys, data, prior, alpha, gamma, n_split_merge):
     def sweep(carry, key):
         st, over = carry
         k1, k2, k3, k4, k5 = jax.random.split(key, 5)
+        st = N.init_from(st.z, st.u, data, C)  # statistics afresh: the moves update them one item at a time
         st, i1 = N.item_sweep(k1, st, data, prior, alpha, gamma, C)
         st, i2 = N.component_sweep(k2, st, data, prior, alpha, gamma, C)
         st, i3 = MH.class_split_merge(k3, st, data, prior, alpha, gamma, C, n_split_merge)

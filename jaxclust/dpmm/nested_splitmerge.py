@@ -81,58 +81,75 @@ def class_split_merge(
     return state, no_moves()._replace(proposed_merges=prop, accepted_merges=acc, overflow=overflow)
 
 
+def _combined(a, b):
+    """The statistics ``(count, mean, scatter)`` of the union of two sets of items from each set's."""
+    (na, ma, sa), (nb, mb, sb) = a, b
+    n = na + nb
+    wa = na.astype(ma.dtype) / jnp.maximum(n, 1).astype(ma.dtype)
+    d = mb - ma
+    return n, ma + (1.0 - wa) * d, sa + sb + wa * nb.astype(ma.dtype) * d * d
+
+
 def _component_split_merge_step(_, carry, data: N.NestedData, prior: N.NestedPrior, alpha, gamma, C: int):
     """One sequentially allocated split-merge proposal of components inside a class (Dahl 2003)."""
     state, key, accepted, proposed, overflow = carry
-    key, k_pair, k_order, k_alloc, k_accept = jax.random.split(key, 5)
+    key, k_i, k_j, k_order, k_alloc, k_accept = jax.random.split(key, 6)
     X = data.X
     n = X.shape[0]
-    i, j = jax.random.choice(k_pair, n, (2,), replace=False)
-    zi, zj = state.z[i], state.z[j]
+    at = jnp.arange(n)
     cls = N.class_labels(state)
-    same_class = cls[i] == cls[j]
-    do_split = same_class & (zi == zj)
-    do_merge = same_class & (zi != zj)
+    # i uniform, j uniform among the other items of i's class: a split or merge of components leaves every
+    # class's items as they are, so the reverse move picks the same pair with the same probability, and no
+    # proposal is spent on two classes
+    i = jax.random.randint(k_i, (), 0, n)
+    mates = (cls == cls[i]) & (at != i)
+    n_mates = jnp.sum(mates)
+    j = jnp.argmax(jnp.cumsum(mates) > jax.random.randint(k_j, (), 0, jnp.maximum(n_mates, 1)))
+    zi, zj = state.z[i], state.z[j]
+    do_split = (n_mates > 0) & (zi == zj)
+    do_merge = (n_mates > 0) & (zi != zj)
     c = cls[i]
-    K = state.count.shape[0]
     k_free, any_k = N.first_free(state.count > 0)
     k_b = jnp.where(do_split, k_free.astype(jnp.int32), zj)  # side B's slot: a free one, or j's component
-    members = (state.z == zi) | (state.z == zj)
+    members = ((state.z == zi) | (state.z == zj)) & (do_split | do_merge)
     # the two components' items first, in a uniformly random order (so is the reverse move's): the loop below
     # visits those alone, not all n items
-    order = jax.random.permutation(k_order, n)
-    order = order[jnp.argsort(~members[order], stable=True)]
+    order = jnp.argsort(jnp.where(members, jax.random.uniform(k_order, (n,)), 2.0))
+    coins = jax.random.uniform(k_alloc, (n,))
+    lp = N.component_log_predictive
     d = X.shape[1]
     zero = (jnp.zeros((), state.count.dtype), jnp.zeros(d, X.dtype), jnp.zeros(d, X.dtype))
-    side_a = N.welford_add(*zero, X[i])
-    side_b = N.welford_add(*zero, X[j])
+    side_a, side_b = N.welford_add(*zero, X[i]), N.welford_add(*zero, X[j])
 
     def allocate(t, acc):
-        a, b, log_q, z_new, key = acc
+        a, b, log_q, z_new = acc
         item = order[t]
         x = X[item]
-        move = members[item] & (item != i) & (item != j)
-        key, sub = jax.random.split(key)
-        plus_a, plus_b = N.welford_add(*a, x), N.welford_add(*b, x)
-        lm = N.component_log_marginal
-        la = lm(*plus_a, prior) - lm(*a, prior) + jnp.log(a[0].astype(X.dtype))
-        lb = lm(*plus_b, prior) - lm(*b, prior) + jnp.log(b[0].astype(X.dtype))
+        move = (item != i) & (item != j)
+        la = lp(*a, x, prior) + jnp.log(a[0].astype(X.dtype))
+        lb = lp(*b, x, prior) + jnp.log(b[0].astype(X.dtype))
         p_a = jax.nn.sigmoid(la - lb)
         # split: draw the side; merge: the side the item is on now (the reverse split's probability)
-        to_a = jnp.where(do_split, jax.random.uniform(sub) < p_a, state.z[item] == zi)
+        to_a = jnp.where(do_split, coins[t] < p_a, state.z[item] == zi)
         log_q = log_q + jnp.where(move, jnp.where(to_a, jnp.log(p_a), jnp.log1p(-p_a)), 0.0)
-        a = jax.tree.map(lambda new, old: jnp.where(move & to_a, new, old), plus_a, a)
-        b = jax.tree.map(lambda new, old: jnp.where(move & ~to_a, new, old), plus_b, b)
+        a = jax.tree.map(lambda new, old: jnp.where(move & to_a, new, old), N.welford_add(*a, x), a)
+        b = jax.tree.map(lambda new, old: jnp.where(move & ~to_a, new, old), N.welford_add(*b, x), b)
         z_new = z_new.at[item].set(jnp.where(move, jnp.where(to_a, zi, k_b), z_new[item]))
-        return a, b, log_q, z_new, key
+        return a, b, log_q, z_new
 
     z_split = state.z.at[j].set(jnp.where(do_split, k_b, state.z[j]))
-    side_a, side_b, log_q_split, z_split, _ = jax.lax.fori_loop(
-        0, jnp.sum(members), allocate, (side_a, side_b, jnp.zeros((), X.dtype), z_split, k_alloc)
-    )
-    split = N.init_from(z_split, state.u.at[k_b].set(c), data, K)
-    merged = N.init_from(jnp.where(state.z == zj, zi, state.z), state.u.at[zj].set(-1), data, K)
-    proposal = jax.tree.map(lambda a, b: jnp.where(do_split, a, b), split, merged)
+    first = (side_a, side_b, jnp.zeros((), X.dtype), z_split)
+    side_a, side_b, log_q_split, z_split = jax.lax.fori_loop(0, jnp.sum(members), allocate, first)
+    # the proposal's statistics from the two sides (split) or the two components' (merge), not from all n items
+    both = [(state.count[k], state.mean[k], state.scatter[k]) for k in (zi, zj)]
+    new_a = jax.tree.map(lambda s, m: jnp.where(do_split, s, m), side_a, _combined(*both))
+    stats = [
+        jnp.where(do_split, field.at[k_b].set(sb), field.at[zj].set(jnp.zeros_like(sb))).at[zi].set(sa)
+        for field, sa, sb in zip((state.count, state.mean, state.scatter), new_a, side_b, strict=True)
+    ]
+    u = jnp.where(do_split, state.u.at[k_b].set(c), state.u.at[zj].set(-1))
+    z = jnp.where(do_split, z_split, jnp.where(state.z == zj, zi, state.z))
+    proposal = N.NestedState(z, u, *stats)
     # split: q(merge back) / q(split) = 1 / prod(allocation); merge: q(split back) / 1
     log_q = jnp.where(do_split, -log_q_split, log_q_split)
     log_ratio = N.log_joint(proposal, data, prior, alpha, gamma, C) - N.log_joint(
@@ -154,8 +171,8 @@ def component_split_merge(
     C: int,
     n_proposals: int = 8,
 ):
-    """Metropolis-Hastings split-merge of components inside a class, by sequential allocation (Dahl 2003): two
-    random items of one class; in one component, propose cutting it in two, each other item going to the side
+    """Metropolis-Hastings split-merge of components inside a class, by sequential allocation (Dahl 2003): a random
+    item and another of its class; in one component, propose cutting it in two, each other item going to the side
     it fits given the items placed so far; in two components, propose uniting them. Lets a component that spans
     two shapes split (and two halves of one shape merge) in one step. Returns ``(state, info)``, the proposals
     counted as splits."""
@@ -172,7 +189,7 @@ def _allocate(key, state: N.NestedState, lo, size, target, z_forced, data: N.Nes
     prior predictive). With ``z_forced`` (n,), each item goes to its slot there (a slot empty at that moment is a
     new component, in that slot). Returns ``(state, log probability of the choices, whether a new component found
     no slot)``."""
-    lm = N.component_log_marginal
+    lp = N.component_log_predictive
     K = state.count.shape[0]
 
     def place(t, carry):
@@ -180,10 +197,11 @@ def _allocate(key, state: N.NestedState, lo, size, target, z_forced, data: N.Nes
         m = data.group_items[lo + t]
         x = data.X[m]
         here = (st.count > 0) & (st.u == target)
-        plus = N.welford_add(st.count, st.mean, st.scatter, x[None, :])
-        join = lm(*plus, prior) - lm(st.count, st.mean, st.scatter, prior) + jnp.log(st.count.astype(x.dtype))
+        join = lp(st.count, st.mean, st.scatter, x, prior) + jnp.log(st.count.astype(x.dtype))
         k_free, any_k = N.first_free(st.count > 0)
-        new = jnp.log(alpha) + lm(jnp.ones((), st.count.dtype), x, jnp.zeros_like(x), prior)
+        new = jnp.log(alpha) + lp(
+            jnp.zeros((), st.count.dtype), jnp.zeros_like(x), jnp.zeros_like(x), x, prior
+        )
         logits = jnp.concatenate([jnp.where(here, join, -jnp.inf), jnp.where(any_k, new, -jnp.inf)[None]])
         if z_forced is None:
             choice = jax.random.categorical(jax.random.fold_in(key, t), logits)

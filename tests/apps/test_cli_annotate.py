@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.metrics import adjusted_rand_score
 from typer.testing import CliRunner
 
 from jaxclust.active import AnswerStore
@@ -73,6 +74,7 @@ BAD = [
     (["annotate", "items.csv", "--stop-entropy", "2"], "--stop-entropy: expected a number of nats"),
     (["annotate", "items.csv", "--stop-entropy", "-0.1"], "--stop-entropy: expected a number of nats"),
     (["annotate", "items.csv", "--n-chains", "0"], "--n-chains: expected a positive integer, got 0"),
+    (["annotate", "items.csv", "--model", "gmm"], "--model: expected one of 'dpmm', 'nested', got 'gmm'"),
     (["annotate", "items.csv", "--n-samples", "0"], "--n-samples: expected a positive integer"),
     (["annotate", "items.csv", "--n-burnin", "-1"], "--n-burnin: expected a non-negative integer"),
     (["annotate", "items.csv", "--seed", "-3"], "--seed: expected a non-negative integer"),
@@ -139,6 +141,8 @@ def test_python_callers_see_parameter_names(workdir):
         run_annotate("items.csv", "s.jsonl", batch_size=0)
     with pytest.raises(StoreError, match="is a folder"):
         run_annotate("items.csv", "folder")
+    with pytest.raises(InvalidInputError, match="^model: expected one of 'dpmm', 'nested', got 'gmm'"):
+        run_annotate("items.csv", "s.jsonl", sampler_options={"model": "gmm"})
     with pytest.raises(DatasetNotFoundError, match="missing.csv"):
         run_annotate("missing.csv", "s.jsonl")
     assert not (workdir / "demo_out").exists() and not (workdir / "s.jsonl").exists()
@@ -243,6 +247,36 @@ def test_resuming_reports_a_damaged_store_as_a_warning_line(workdir, monkeypatch
     )
     assert "The target of 2 questions was already reached" in result.stdout
     assert len(AnswerStore("s.jsonl").records) == 2
+
+
+def test_model_nested_gives_the_session_classes_sampled_inside_the_model(workdir, monkeypatch):
+    built = []
+
+    def nested(**kw):
+        built.append(kw)
+        return StandInSampler(random_state=kw["random_state"])
+
+    monkeypatch.setattr("jaxclust.dpmm.nested_model.NestedDPMM", nested)
+    monkeypatch.setattr("jaxclust.dpmm.DPMM", lambda **kw: pytest.fail("--model nested built a DPMM"))
+    args = ["annotate", "items.csv", "--store", "s.jsonl", "--n-queries", "1", "--model", "nested"]
+    result = CliRunner().invoke(app, [*args, "--n-chains", "3", "--seed", "5"], input="y\n")
+    assert result.exit_code == 0, result.output
+    # its own burn-in (100) unless --n-burnin is given, the other options as given
+    assert built == [{"n_chains": 3, "n_burnin": 100, "n_samples": 10, "random_state": 5}]
+
+
+@pytest.mark.slow
+def test_model_nested_finds_three_separated_blobs(workdir):
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 8)
+    X = np.array([[0.0, 0.0], [8.0, 0.0], [0.0, 8.0]])[y] + rng.normal(size=(24, 2))
+    write_items_csv(workdir / "blobs.csv", X, y)
+    options = {"model": "nested", "n_chains": 2, "n_burnin": 20, "n_samples": 3}
+    summary, _ = _session(
+        "blobs.csv", "b.jsonl", n_queries=3, model=None, sampler_options=options, labels_out="l.csv"
+    )
+    found = np.loadtxt(workdir / "l.csv", delimiter=",", skiprows=1, usecols=1, dtype=int)
+    assert summary["n_new"] == 3 and adjusted_rand_score(y, found) == 1.0
 
 
 @pytest.mark.slow

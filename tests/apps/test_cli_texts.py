@@ -231,7 +231,9 @@ def test_a_resumed_machine_session_learns_the_rates_again_from_its_checks(workdi
     with FakeChatServer(texts, labels, seed=0) as server:
         machine = ["--machine-url", server.url, "--machine-model", "fake", "--machine-check", "0.5"]
         for n in (5, 10):
-            res = _run("texts.txt", "--store", "s.sqlite", "--n-queries", str(n), *machine, replies="y\n" * 10)
+            res = _run(
+                "texts.txt", "--store", "s.sqlite", "--n-queries", str(n), *machine, replies="y\n" * 10
+            )
             assert res.exit_code == 0, res.output
     assert (tmp / "s.sqlite.chat.jsonl").exists()
     with AnswerStore("s.sqlite") as s:
@@ -263,6 +265,8 @@ def test_a_resumed_machine_session_learns_the_rates_again_from_its_checks(workdi
 def test_a_bad_machine_option_is_named(workdir, args, culprit, command):
     if command == "serve":
         pytest.importorskip("starlette")
-    res = CliRunner().invoke(app, [command, *args, "--store", "s.sqlite", "--n-queries", "2", "--n-chains", "1"])
+    res = CliRunner().invoke(
+        app, [command, *args, "--store", "s.sqlite", "--n-queries", "2", "--n-chains", "1"]
+    )
     assert res.exit_code == 2 and culprit in res.output, res.output
     assert not Path("s.sqlite").exists()

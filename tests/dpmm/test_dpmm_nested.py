@@ -134,6 +134,32 @@ def test_a_components_marginal_is_the_normal_gamma_marginal(x64):
     assert float(N.component_log_marginal(jnp.zeros(()), st.mean[1], st.scatter[1], prior)) == 0.0
 
 
+@pytest.mark.parametrize("n_items", [0, 1, 4])
+def test_an_items_predictive_is_the_student_t_and_the_ratio_of_marginals(x64, n_items):
+    rng = np.random.default_rng(n_items)
+    X, x = rng.normal(size=(n_items, 2)), np.array([0.8, -1.7])
+    prior = N.NestedPrior(jnp.array([0.1, -0.2]), jnp.array(0.3), jnp.array(1.5), jnp.array([0.7, 1.2]))
+    count, mean = jnp.asarray(n_items), jnp.asarray(X.mean(0) if n_items else np.zeros(2))
+    scatter = jnp.asarray(((X - X.mean(0)) ** 2).sum(0) if n_items else np.zeros(2))
+    got = float(N.component_log_predictive(count, mean, scatter, jnp.asarray(x), prior))
+    # the Normal-Gamma posterior predictive, per dimension: a Student t with 2 a_n degrees of freedom
+    k_n, a_n = 0.3 + n_items, 1.5 + n_items / 2
+    mu_n = (0.3 * np.array([0.1, -0.2]) + X.sum(0)) / k_n
+    b_n = (
+        np.array([0.7, 1.2])
+        + 0.5 * np.asarray(scatter)
+        + 0.15 * n_items * (np.asarray(mean) - [0.1, -0.2]) ** 2 / k_n
+    )
+    want = stats.t.logpdf(x, 2 * a_n, mu_n, np.sqrt(b_n * (k_n + 1) / (a_n * k_n))).sum()
+    assert got == pytest.approx(want, rel=1e-10)
+    # tempered, and with a shape per dimension: the marginal with the item less the marginal without it
+    prior = prior._replace(shape=jnp.array([1.5, 3.0]), temper=jnp.float64(0.4))
+    plus = N.welford_add(count, mean, scatter, jnp.asarray(x))
+    want = N.component_log_marginal(*plus, prior) - N.component_log_marginal(count, mean, scatter, prior)
+    got = N.component_log_predictive(count, mean, scatter, jnp.asarray(x), prior)
+    assert float(got) == pytest.approx(float(want), rel=1e-10)
+
+
 @pytest.mark.parametrize("x", [[-0.4, 0.1, 1.3, 2.2, 2.0, 2.9], [0.7]])
 @pytest.mark.parametrize("temper", [1.0, 0.1, 0.5])
 def test_a_tempered_component_marginal_integrates_the_likelihood_raised_to_the_power(x64, x, temper):
