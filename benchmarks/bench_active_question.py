@@ -13,6 +13,11 @@ warm refits (``warm_thin=1``: the model's samples on consecutive sweeps) against
 the collapsed sampler's own spacing), and the ratio of their medians.
 
     python benchmarks/bench_active_question.py --n 1500 --questions 20 --refits
+
+``--nested``: instead, the two models of ``jaxclust annotate --model`` (``dpmm``, the default, and ``nested``,
+:class:`~jaxclust.NestedDPMM`), each as the command builds it, and the ratio of their medians.
+
+    python benchmarks/bench_active_question.py --n 500 --questions 20 --nested
 """
 
 from __future__ import annotations
@@ -25,15 +30,26 @@ import numpy as np
 
 
 def session_seconds(
-    X, y, strategy: str, propagation: str, batch_size: int, n_questions: int, warm_thin: int | None = None
+    X,
+    y,
+    strategy: str,
+    propagation: str | None,
+    batch_size: int,
+    n_questions: int,
+    warm_thin: int | None = None,
+    model_name: str | None = None,
 ) -> list[float]:
     """Seconds of each answer's refit and next question; ``warm_thin``: ``ActiveLearner(DPMM(random_state=0),
-    warm_thin=...)``, else the annotate model with the learner's defaults."""
+    warm_thin=...)``; ``model_name``: ``jaxclust annotate --model``'s model; else the annotate model, all with the
+    learner's defaults."""
     from jaxclust import DPMM
     from jaxclust.active import ActiveLearner, GoldOracle
+    from jaxclust.apps.opening import default_model
 
     oracle = GoldOracle(y)
-    if warm_thin is None:
+    if model_name is not None:
+        model, kw = default_model(0, model=model_name), {}
+    elif warm_thin is None:
         model, kw = DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3, random_state=0), {}
     else:
         model, kw = DPMM(random_state=0), {"warm_thin": warm_thin}
@@ -60,26 +76,31 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--refits", action="store_true", help="DPMM() with warm_thin=1 against warm_thin=5")
+    ap.add_argument("--nested", action="store_true", help="annotate's --model dpmm against --model nested")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     centres = rng.normal(0.0, 4.0, size=(20, 16))
     y = rng.integers(0, 20, args.n)
     X = centres[y] + rng.normal(size=(args.n, 16))
     out = {"n": args.n, "d": 16, "questions": args.questions}
-    runs = (
-        [
-            ("DPMM(), warm_thin=1 (default)", "explore", "classes", 1, 1),
-            ("DPMM(), warm_thin=5 (before)", "explore", "classes", 1, 5),
+    if args.nested:
+        runs = [
+            ("--model dpmm (default)", "explore", None, 1, None, "dpmm"),
+            ("--model nested", "explore", None, 1, None, "nested"),
         ]
-        if args.refits
-        else [
-            ("default (explore, classes, 1 per refit)", "explore", "classes", 1, None),
-            ("previous default (batch, pairs, 5 per refit)", "batch", "pairs", 5, None),
+    elif args.refits:
+        runs = [
+            ("DPMM(), warm_thin=1 (default)", "explore", "classes", 1, 1, None),
+            ("DPMM(), warm_thin=5 (before)", "explore", "classes", 1, 5, None),
         ]
-    )
-    for name, strategy, propagation, batch, thin in runs:
+    else:
+        runs = [
+            ("default (explore, classes, 1 per refit)", "explore", "classes", 1, None, None),
+            ("previous default (batch, pairs, 5 per refit)", "batch", "pairs", 5, None, None),
+        ]
+    for name, strategy, propagation, batch, thin, model_name in runs:
         t0 = time.perf_counter()
-        times = session_seconds(X, y, strategy, propagation, batch, args.questions, thin)
+        times = session_seconds(X, y, strategy, propagation, batch, args.questions, thin, model_name)
         warm = times[args.warmup :]
         out[name] = {
             "median_s_per_question": float(np.median(warm)),
@@ -92,6 +113,10 @@ def main() -> None:
         a, b = (out[r[0]]["median_s_per_question"] for r in runs)
         out["ratio_before_over_default"] = b / a
         print(f"median s per question: {a:.3f} (warm_thin=1) vs {b:.3f} (warm_thin=5): {b / a:.2f}x")
+    if args.nested:
+        a, b = (out[r[0]]["median_s_per_question"] for r in runs)
+        out["ratio_nested_over_dpmm"] = b / a
+        print(f"median s per question: {a:.3f} (dpmm) vs {b:.3f} (nested): {b / a:.2f}x")
     print(json.dumps(out))
 
 

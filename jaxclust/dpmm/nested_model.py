@@ -51,9 +51,9 @@ def _slots(occupied: int, n: int) -> int:
 
 
 def _answer_rows(n_answers: int) -> int:
-    """Rows the answers are padded to: a power of two of at least 16, so refits after a few more answers share
-    a compiled program."""
-    return 1 << (max(n_answers, 16) - 1).bit_length()
+    """Rows the answers are padded to: a power of two of at least ``_MIN_ANSWER_ROWS``, so the refits of a
+    session share a compiled program (a session of up to 128 answers, one; each doubling after, one more)."""
+    return 1 << (max(n_answers, _MIN_ANSWER_ROWS) - 1).bit_length()
 
 
 def _temper(sweep: int, n_burnin: int, start: float | None) -> float:
@@ -105,6 +105,8 @@ def _pad(state: N.NestedState, K: int) -> N.NestedState:
 _BLOCK = 10
 # the fewest slots a chain gets (a compiled shape)
 _MIN_SLOTS = 16
+# the fewest rows of answers (a compiled shape): a padded row costs an item move little, a new shape a compile
+_MIN_ANSWER_ROWS = 128
 
 
 @partial(jax.jit, static_argnums=6)

@@ -448,7 +448,7 @@ def test_slots_are_powers_of_two_with_a_quarter_to_spare_and_at_most_one_per_ite
     slots = [nested_model._slots(k, 600) for k in (1, 13, 14, 26, 27, 52, 500)]
     assert slots == [16, 16, 32, 32, 64, 128, 600]
     assert nested_model._slots(50, 40) == 40
-    assert [nested_model._answer_rows(p) for p in (0, 16, 17, 100)] == [16, 16, 32, 128]
+    assert [nested_model._answer_rows(p) for p in (0, 16, 128, 129, 300)] == [128, 128, 128, 256, 512]
 
 
 def test_must_linked_groups_are_laid_out_in_arrays_of_n_items():
