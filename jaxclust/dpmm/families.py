@@ -37,12 +37,23 @@ __all__ = [
     "LOG_PI",
     "as_float_array",
     "centred_group_moments",
+    "combine_moments",
     "group_sum",
     "segsum",
 ]
 
 LOG_2PI = math.log(2.0 * math.pi)
 LOG_PI = math.log(math.pi)
+
+
+def combine_moments(a, b):
+    """``(size, mean, m2)`` of the union of two disjoint sets of items from each set's ``(size, mean, m2)``: sizes
+    (...,), means and sums of squared deviations from the mean (..., D) (Chan et al.'s pairwise update)."""
+    (na, ma, sa), (nb, mb, sb) = a, b
+    n = na + nb
+    w = jnp.where(n > 0, nb / jnp.maximum(n, 1e-30), 0.0)[..., None]
+    d = mb - ma
+    return n, ma + w * d, sa + sb + (na[..., None] * w) * d**2
 
 
 def segsum(x: jax.Array, seg: jax.Array, n: int, axis_name: str | None = None) -> jax.Array:
@@ -356,11 +367,8 @@ class NormalGamma(eqx.Module):
         return NGStats(n, xbar, segsum(gs.m2 + dev2, seg, n_segments, axis_name))
 
     def combine_stats(self, a: NGStats, b: NGStats) -> NGStats:
-        """Statistics of the union of two disjoint segments (Chan et al.'s pairwise update)."""
-        n = a.size + b.size
-        w = jnp.where(n > 0, b.size / jnp.maximum(n, 1e-30), 0.0)[..., None]
-        d = b.mean - a.mean
-        return NGStats(n, a.mean + w * d, a.m2 + b.m2 + (a.size[..., None] * w) * d**2)
+        """Statistics of the union of two disjoint segments (:func:`combine_moments`)."""
+        return NGStats(*combine_moments(a, b))
 
     def slots_from_stats(self, stats: NGStats) -> NGSlot:
         K = stats.size.shape[0]

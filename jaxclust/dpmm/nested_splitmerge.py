@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxclust.dpmm import nested as N
+from jaxclust.dpmm.families import combine_moments
 from jaxclust.dpmm.state import no_moves
 
 __all__ = ["class_split_merge", "component_split_merge", "group_sweep"]
@@ -81,15 +82,6 @@ def class_split_merge(
     return state, no_moves()._replace(proposed_merges=prop, accepted_merges=acc, overflow=overflow)
 
 
-def _combined(a, b):
-    """The statistics ``(count, mean, scatter)`` of the union of two sets of items from each set's."""
-    (na, ma, sa), (nb, mb, sb) = a, b
-    n = na + nb
-    wa = na.astype(ma.dtype) / jnp.maximum(n, 1).astype(ma.dtype)
-    d = mb - ma
-    return n, ma + (1.0 - wa) * d, sa + sb + wa * nb.astype(ma.dtype) * d * d
-
-
 def _component_split_merge_step(_, carry, data: N.NestedData, prior: N.NestedPrior, alpha, gamma, C: int):
     """One sequentially allocated split-merge proposal of components inside a class (Dahl 2003)."""
     state, key, accepted, proposed, overflow = carry
@@ -142,7 +134,7 @@ def _component_split_merge_step(_, carry, data: N.NestedData, prior: N.NestedPri
     side_a, side_b, log_q_split, z_split = jax.lax.fori_loop(0, jnp.sum(members), allocate, first)
     # the proposal's statistics from the two sides (split) or the two components' (merge), not from all n items
     both = [(state.count[k], state.mean[k], state.scatter[k]) for k in (zi, zj)]
-    new_a = jax.tree.map(lambda s, m: jnp.where(do_split, s, m), side_a, _combined(*both))
+    new_a = jax.tree.map(lambda s, m: jnp.where(do_split, s, m), side_a, combine_moments(*both))
     stats = [
         jnp.where(do_split, field.at[k_b].set(sb), field.at[zj].set(jnp.zeros_like(sb))).at[zi].set(sa)
         for field, sa, sb in zip((state.count, state.mean, state.scatter), new_a, side_b, strict=True)

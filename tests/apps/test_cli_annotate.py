@@ -265,12 +265,17 @@ def test_model_nested_gives_the_session_classes_sampled_inside_the_model(workdir
     assert built == [{"n_chains": 3, "n_burnin": 100, "n_samples": 10, "random_state": 5}]
 
 
-@pytest.mark.slow
-def test_model_nested_finds_three_separated_blobs(workdir):
+def _three_blobs(path) -> np.ndarray:
+    """Three separated blobs of 8 items written to ``path``; returns their classes."""
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(3), 8)
-    X = np.array([[0.0, 0.0], [8.0, 0.0], [0.0, 8.0]])[y] + rng.normal(size=(24, 2))
-    write_items_csv(workdir / "blobs.csv", X, y)
+    write_items_csv(path, np.array([[0.0, 0.0], [8.0, 0.0], [0.0, 8.0]])[y] + rng.normal(size=(24, 2)), y)
+    return y
+
+
+@pytest.mark.slow
+def test_model_nested_finds_three_separated_blobs(workdir):
+    y = _three_blobs(workdir / "blobs.csv")
     options = {"model": "nested", "n_chains": 2, "n_burnin": 20, "n_samples": 3}
     summary, _ = _session(
         "blobs.csv", "b.jsonl", n_queries=3, model=None, sampler_options=options, labels_out="l.csv"
@@ -283,10 +288,7 @@ def test_model_nested_finds_three_separated_blobs(workdir):
 def test_the_dpmm_is_confident_on_three_separated_blobs(workdir):
     from jaxclust.dpmm import DPMM
 
-    rng = np.random.default_rng(0)
-    y = np.repeat(np.arange(3), 8)
-    X = np.array([[0.0, 0.0], [8.0, 0.0], [0.0, 8.0]])[y] + rng.normal(size=(24, 2))
-    write_items_csv(workdir / "blobs.csv", X, y)
+    _three_blobs(workdir / "blobs.csv")
     model = DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3, random_state=0)  # annotate's default
     summary, text = _session("blobs.csv", "b.jsonl", n_queries=20, model=model, stop_entropy=0.2)
     assert summary["stop_reason"] == "confident" and summary["n_new"] <= 6 and summary["n_clusters"] == 3
