@@ -129,7 +129,7 @@ def part_mixing(quick: bool) -> list[dict]:
         labels, t_peer = peer(X, k, cov)
         row = {"case": name, "n": len(X), "d": X.shape[1], "k": k, "peer_ari": ari(y, labels)}
         row.update(peer_k=int(len(np.unique(labels))), peer_seconds=t_peer)
-        auto = choose_sampler("auto", len(X))
+        auto = choose_sampler("auto", len(X), X.shape[1])
         for sampler in (auto, "subcluster" if auto == "collapsed" else "collapsed"):
             m, times = ours(X, sampler, prior)
             trace = m.diagnostics_["traces"]["log_joint"].max(axis=0)

@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 
 from jaxclust.errors import InvalidInputError
+from jaxclust.validation import Real, check_rule
 
 __all__ = ["enable_compilation_cache", "default_cache_dir", "memory_maps", "release_compiled_programs"]
 
@@ -85,8 +86,7 @@ def release_compiled_programs(threshold: float = 0.5) -> bool:
     than ``threshold`` of the memory mappings it may (see the module docstring; ``0`` drops them always). The
     next call of each function compiles again (or loads from the disk cache). Returns whether it dropped them.
     """
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
-        raise InvalidInputError(f"threshold: expected a fraction in [0, 1], got {threshold!r}")
+    threshold = check_rule(Real(0.0, 1.0), threshold, "threshold")
     maps = memory_maps()
     if threshold > 0 and (maps is None or maps[0] <= threshold * maps[1]):
         return False

@@ -118,13 +118,10 @@ class Constraints:
         dropped: Sequence,
         soft: Sequence = (),
     ) -> None:
-        if isinstance(n, bool) or not isinstance(n, int | np.integer) or int(n) < 1:
-            raise InvalidInputError(f"n: expected a positive number of items, got {n!r}")
         if on_conflict not in ("raise", "drop"):
             raise InvalidInputError(f"on_conflict: expected 'raise' or 'drop', got {on_conflict!r}")
-        n = int(n)
-        self._n, self._on_conflict = n, on_conflict
         self._log, self._dropped, roots = close(n, log, on_conflict, dropped)
+        self._n, self._on_conflict = int(n), on_conflict
         self._set_groups(roots)
         self._set_cannot(np.array([p for p, must in self._log if not must], dtype=np.int64).reshape(-1, 2))
         self._init_soft(soft)

@@ -16,6 +16,7 @@ import numpy as np
 from jaxclust.answers import KINDS
 from jaxclust.errors import ConstraintConflictError, ConstraintError
 from jaxclust.pairs import Pair, as_pair
+from jaxclust.validation import Int, check_rule
 
 __all__ = ["close", "shortest_path"]
 
@@ -28,8 +29,9 @@ def close(
     Returns ``(kept, dropped, roots)``: the kept constraints ``((i, j), must)`` in order (duplicates skipped),
     ``dropped`` with the contradicting ones appended as ``((i, j), "must" | "cannot")`` (``on_conflict="drop"``;
     ``"raise"`` raises :class:`~jaxclust.errors.ConstraintConflictError` instead), and ``roots`` (n,) an item
-    of each item's must-link group.
+    of each item's must-link group. ``n`` that is not a positive int raises ``InvalidInputError``.
     """
+    n = check_rule(Int(1), n, "n")
     parent = np.arange(n)
 
     def find(x: int) -> int:

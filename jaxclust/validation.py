@@ -261,15 +261,19 @@ class Int(NamedTuple):
 
 class Real(NamedTuple):
     """A real hyperparameter in its bounds (``strict``: exclusive; ``allow_inf``: +-inf accepted when the bounds
-    allow it; ``none``: None allowed). NaN, strings and bools are refused."""
+    allow it; ``none``: None allowed). NaN, strings and bools are refused. ``words``: what messages say is
+    expected, where the bounds alone would not tell a user what the number means."""
 
     minimum: float | None = None
     maximum: float | None = None
     strict: bool = False
     allow_inf: bool = False
     none: bool = False
+    words: str | None = None
 
     def want(self) -> str:
+        if self.words is not None:
+            return self.words
         lo = "" if self.minimum is None else f"{'>' if self.strict else '>='} {self.minimum}"
         hi = "" if self.maximum is None else f"{'<' if self.strict else '<='} {self.maximum}"
         bounds = " and ".join(b for b in (lo, hi) if b)

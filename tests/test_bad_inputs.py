@@ -295,8 +295,8 @@ CORPUS = [
     B(lambda: L3M(n_epochs=1).fit([np.full((3, 3, 2), np.nan)], [[0, 0, 1]]), InvalidInputError, r"document '0': features contain NaN/inf at item 1", "l3m-features-nan"),
     B(lambda: L3M().predict(DOC), NotFittedError, r"^this L3M instance is not fitted yet", "l3m-unfitted"),
     # ---- Constraints ------------------------------------------------------------------------------------------------
-    B(lambda: Constraints(0), InvalidInputError, r"^n: expected a positive number of items, got 0", "c-n0"),
-    B(lambda: Constraints("5"), InvalidInputError, r"^n: expected a positive number of items, got '5'", "c-n-str"),
+    B(lambda: Constraints(0), InvalidInputError, r"^n: expected an int >= 1, got 0", "c-n0"),
+    B(lambda: Constraints("5"), InvalidInputError, r"^n: expected an int >= 1, got '5'", "c-n-str"),
     B(lambda: Constraints(3, must_link=[(0, 3)]), ConstraintError, r"^must-link \(0, 3\): index 3 is out of range for 3 items", "c-ml-oob"),
     B(lambda: Constraints(3, cannot_link=[(0, -1)]), ConstraintError, r"^cannot-link \(0, -1\): index -1 is out of range", "c-cl-neg"),
     B(lambda: Constraints(3, must_link=[(0, 1.0)]), ConstraintError, r"^must-link \(0, 1.0\): index 1.0 is not an integer", "c-ml-float"),
@@ -424,8 +424,8 @@ CORPUS = [
     B(lambda: D.load_clustering_benchmark("nope", "x"), InvalidInputError, r"^battery='nope' is not one of", "d-bench-battery"),
     B(lambda: D.load_verbs_general(subset="x"), InvalidInputError, r"^subset='x' is not one of 'balanced', 'full'", "d-verbs-subset"),
     B(lambda: D.load_newsgroups(remove=["x"]), InvalidInputError, r"^remove='x' is not one of 'headers', 'footers', 'quotes'", "d-newsgroups-remove"),
-    B(lambda: D.load_newsgroups(labels="author", min_posts=0), InvalidInputError, r"^min_posts=0 must be a positive integer", "d-newsgroups-min-posts"),
-    B(lambda: D.load_nps_chat(min_posts=0), InvalidInputError, r"^min_posts=0 must be a positive integer", "d-nps-min-posts"),
+    B(lambda: D.load_newsgroups(labels="author", min_posts=0), InvalidInputError, r"^min_posts: expected an int >= 1, got 0", "d-newsgroups-min-posts"),
+    B(lambda: D.load_nps_chat(min_posts=0), InvalidInputError, r"^min_posts: expected an int >= 1, got 0", "d-nps-min-posts"),
     B(lambda: D.load_senseval2(word="x"), InvalidInputError, r"^word='x' is not one of 'hard', 'interest', 'line', 'serve'", "d-senseval-word"),
     B(lambda: D.load_subjectivity(data_dir="/nonexistent"), DatasetNotFoundError, r"data set folder 'pang_lee_subjectivity_v1' \(files: sentences.tsv\) not found: data directory '/nonexistent'", "d-data-dir-missing"),
     # ---- DPMM (validation happens before any sampling: no compile) -----------------------------------------

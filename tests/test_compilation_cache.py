@@ -71,5 +71,5 @@ def test_compiled_programs_are_released_when_the_memory_maps_run_short():
     assert f._cache_size() == 0
     np.testing.assert_allclose(f(np.arange(4.0)), np.cumsum(np.sin(np.arange(4.0)) * 3.0), rtol=1e-6)
     for bad in (-0.1, 1.5, True, "half"):
-        with pytest.raises(InvalidInputError, match="^threshold: expected a fraction"):
+        with pytest.raises(InvalidInputError, match="^threshold: expected a finite number >= 0.0 and <= 1.0"):
             release_compiled_programs(threshold=bad)

@@ -32,7 +32,7 @@ _LAZY: dict[str, str] = {
     "agreeing_samples": "jaxclust.active.entropy",
     "select_queries": "jaxclust.active.selection",
     "random_pairs": "jaxclust.active.selection",
-    "STRATEGIES": "jaxclust.active.selection",
+    "STRATEGIES": "jaxclust.active.rules",
     "TeamSession": "jaxclust.active.team",
 }
 

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from jaxclust.active.replies import ANSWERS
 from jaxclust.errors import InvalidInputError, StoreError, StoreRecoveryWarning
 from jaxclust.files import append_durably, fsync_dir
+from jaxclust.validation import Int, check_rule
 
 __all__ = [
     "ANSWERS",
@@ -117,10 +118,7 @@ def make_record(
 ) -> dict[str, Any]:
     if answer not in ANSWERS:
         raise InvalidInputError(f"answer: expected one of {ANSWERS}, got {answer!r}")
-    for name, v in (("i", i), ("j", j), ("round", round)):
-        if isinstance(v, bool) or not hasattr(v, "__index__") or int(v) < 0:
-            raise InvalidInputError(f"{name}: expected a non-negative integer, got {v!r}")
-    i, j = int(i), int(j)
+    i, j, round = (check_rule(Int(0), v, name) for name, v in (("i", i), ("j", j), ("round", round)))
     if i == j:
         raise InvalidInputError(f"i, j: a pair of two different items, got ({i}, {j})")
     if not (isinstance(kept, bool) or str(getattr(kept, "dtype", "")) == "bool"):  # bool("false") is True

@@ -76,7 +76,7 @@ import numpy as np
 from jaxclust.active.core import RateRule, SessionSettings, fit_parameters
 from jaxclust.active.oracles import SessionStopped, UndoLast, ask
 from jaxclust.active.replies import WORDS
-from jaxclust.active.selection import STRATEGIES
+from jaxclust.active.rules import SESSION_RULES
 from jaxclust.active.session import Outcome, Session, score_samples
 from jaxclust.active.state import describe_conflict
 from jaxclust.active.store import AnswerStore, check_annotator, data_fingerprint, default_annotator
@@ -84,23 +84,28 @@ from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.errors import InvalidInputError
 from jaxclust.validation import (
     Function,
-    Int,
-    Options,
     PerKey,
-    Real,
     check_array,
-    check_int,
     check_labels,
+    check_rule,
     seed_from,
     validate_params,
 )
 
 __all__ = ["ActiveLearner", "score_samples", "data_fingerprint", "describe_conflict"]
 
-#: How far an answer reaches: ``"classes"`` joins components into classes and splits a component that a
-#: "different" answer shows to hold two (:mod:`jaxclust.active.classes`), ``"components"`` only joins whole
-#: components, ``"pairs"`` leaves the model's components as they are (an answer constrains its two items only).
-PROPAGATIONS = ("classes", "components", "pairs")
+_SESSION_PARAMETERS = (
+    "strategy",
+    "batch_size",
+    "min_samples",
+    "warm_start",
+    "warm_burnin",
+    "warm_thin",
+    "block_size",
+    "stop_entropy",
+    "propagation",
+    "progress",
+)
 
 
 def _clone(model: Any) -> Any:
@@ -114,9 +119,6 @@ def _clone(model: Any) -> Any:
         params = {k: copy.deepcopy(v) for k, v in model.get_params(deep=False).items()}
         return type(model)(**params)
     return copy.deepcopy(model)
-
-
-_LN2 = float(np.log(2.0))
 
 
 def check_oracle(oracle: Any) -> None:
@@ -257,20 +259,11 @@ class ActiveLearner:
         Highest link entropy among unknown pairs when the session ended (None if not computed).
     """
 
-    #: One rule per parameter (see :func:`jaxclust.validation.validate_params`); the model and the oracle are
-    #: checked where they are used.
+    #: One rule per parameter (see :func:`jaxclust.validation.validate_params`), those of the session shared with
+    #: the apps (:data:`jaxclust.active.rules.SESSION_RULES`); the model and the oracle are checked where used.
     _parameter_constraints = {
-        "strategy": Options(STRATEGIES),
-        "batch_size": Int(1),
-        "min_samples": Int(1),
-        "warm_start": Options((True, False)),
-        "warm_burnin": Int(0, none=True),
-        "warm_thin": Int(1),
-        "block_size": Int(1, none=True),
-        "stop_entropy": Real(0.0, _LN2, none=True),
+        **{k: SESSION_RULES[k] for k in _SESSION_PARAMETERS},
         "error_rate": PerKey(RateRule(), "annotator"),
-        "propagation": Options((None, *PROPAGATIONS)),
-        "progress": Options((True, False)),
         "status": Function(none=True),
     }
 
@@ -434,7 +427,7 @@ class ActiveLearner:
         The arguments are checked when this is called; the store is opened at the first ``next()``.
         """
         settings = self.session_settings()
-        n_queries = check_int(n_queries, "n_queries", minimum=0)
+        n_queries = check_rule(SESSION_RULES["n_queries"], n_queries, "n_queries")
         X = check_array(X, name="X", min_rows=2)
         n = X.shape[0]
         labels = None if eval_labels is None else check_labels(eval_labels, n=n, name="eval_labels")

@@ -30,12 +30,12 @@ import numpy as np
 
 from jaxclust.active.classes import component_questions
 from jaxclust.active.entropy import check_pairs, top_entropy_pairs
+from jaxclust.active.rules import STRATEGIES
 from jaxclust.errors import InvalidInputError
-from jaxclust.validation import check_int, prng_key
+from jaxclust.validation import Options, check_int, check_rule, prng_key
 
-__all__ = ["STRATEGIES", "select_queries", "random_pairs", "Round", "pick"]
+__all__ = ["select_queries", "random_pairs", "Round", "pick"]
 
-STRATEGIES = ("explore", "batch", "entropy", "naive_batch", "random")
 _ENUMERATE_MAX_N = 4096  # below this, fall back to enumerating the unknown pairs when rejection keeps failing
 
 
@@ -128,8 +128,7 @@ def select_queries(
     -------
     list of (i, j) with i < j
     """
-    if strategy not in STRATEGIES:
-        raise InvalidInputError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
+    check_rule(Options(STRATEGIES), strategy, "strategy")
     if strategy == "batch":
         raise InvalidInputError(
             "strategy: 'batch' needs the oracle between picks; use ActiveLearner(strategy='batch')"

@@ -47,13 +47,14 @@ from jaxclust.active.agreement import UNNAMED, error_rates
 from jaxclust.active.core import SessionCore
 from jaxclust.active.oracles import SessionStopped
 from jaxclust.active.replies import ANSWERS
+from jaxclust.active.rules import SESSION_RULES
 from jaxclust.active.selection import random_pairs
 from jaxclust.active.state import SessionState
 from jaxclust.active.store import AnswerStore, check_annotator, data_fingerprint
 from jaxclust.active.team_machine import TeamMachine
 from jaxclust.errors import InvalidInputError, QuestionError
 from jaxclust.metrics.partition import v_beta
-from jaxclust.validation import check_array, check_float, check_index, check_int
+from jaxclust.validation import check_array, check_float, check_index, check_rule
 
 __all__ = ["TeamSession", "Question", "ANSWERS", "HOLD_SECONDS"]
 
@@ -131,10 +132,10 @@ class TeamSession:
     ):
         settings = learner.session_settings()
         if n_queries is not None:
-            check_int(n_queries, "n_queries", minimum=0)
+            check_rule(SESSION_RULES["n_queries"], n_queries, "n_queries")
         check_float(hold_seconds, "hold_seconds", minimum=0.0, strict=True)
-        double = check_float(double, "double", minimum=0.0, maximum=1.0)
-        pool_size = check_int(pool_size, "pool_size", minimum=1)
+        double = check_rule(SESSION_RULES["double"], double, "double")
+        pool_size = check_rule(SESSION_RULES["pool_size"], pool_size, "pool_size")
         if not isinstance(store, AnswerStore):
             raise InvalidInputError(f"store: expected an open AnswerStore, got {type(store).__name__}")
         if machine is not None and not isinstance(machine, TeamMachine):
@@ -143,9 +144,8 @@ class TeamSession:
         self.X = check_array(X, name="X", min_rows=2)
         self.n = self.X.shape[0]
         store.check_meta({"n": self.n, "fingerprint": data_fingerprint(self.X)})  # the same data as before
-        self.settings, self.store = settings, store
+        self.settings, self.store, self.seed = settings, store, int(random_state)
         self.n_queries, self.double, self.pool_size = n_queries, float(double), int(pool_size)
-        self.seed = int(random_state)
         self.core = SessionCore(settings, copy.deepcopy(learner.model), self.X, None, self.seed)
         self.gold = None if labels is None else np.asarray(labels)
         self.lock = threading.RLock()

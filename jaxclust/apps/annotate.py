@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +44,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from jaxclust.active.chat import MachineFirst
+from jaxclust.active.rules import SESSION_RULES
 from jaxclust.active.store import (
     check_annotator,
     check_shared_path,
@@ -62,6 +63,7 @@ from jaxclust.apps.opening import (
 )
 from jaxclust.errors import InvalidInputError, JaxclustWarning, StoreError
 from jaxclust.files import atomic_write
+from jaxclust.validation import check_rule
 
 __all__ = [
     "read_items_csv",
@@ -109,29 +111,13 @@ def check_annotate_options(
     """
 
     name = (spelled or {}).get
-
-    def count(value: Any, key: str, low: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-            what = "a positive integer" if low == 1 else "a non-negative integer"
-            raise InvalidInputError(f"{name(key, key)}: expected {what}, got {value!r}")
-
-    count(n_queries, "n_queries", 0)
-    from jaxclust.active.selection import STRATEGIES
-
-    if strategy not in STRATEGIES:
-        raise InvalidInputError(
-            f"{name('strategy', 'strategy')}: expected one of {', '.join(STRATEGIES)}, got {strategy!r}"
-        )
-    count(batch_size, "batch_size", 1)
-    if stop_entropy is not None and (
-        isinstance(stop_entropy, bool)
-        or not isinstance(stop_entropy, int | float | np.floating | np.integer)
-        or not 0.0 <= float(stop_entropy) <= math.log(2.0)
+    for key, value in (
+        ("n_queries", n_queries),
+        ("strategy", strategy),
+        ("batch_size", batch_size),
+        ("stop_entropy", stop_entropy),
     ):
-        raise InvalidInputError(
-            f"{name('stop_entropy', 'stop_entropy')}: expected a number of nats between 0 (never stop early) "
-            f"and ln 2 = 0.693, got {stop_entropy!r}"
-        )
+        check_rule(SESSION_RULES[key], value, name(key, key))
     check_annotator(annotator, name("annotator", "annotator"))
     check_sampler_options(sampler_options, name)
     data, store = check_data_file(Path(data)), Path(store)
@@ -240,8 +226,6 @@ def run_annotate(
         contradicts, with who gave them), ``n_clusters``, ``stopped`` and ``stop_reason`` (``"done"``,
         ``"stopped"``, ``"confident"`` or ``"exhausted"``).
     """
-    import sys
-
     check_annotate_options(
         data,
         store,
@@ -262,24 +246,12 @@ def run_annotate(
     out = output if output is not None else sys.stdout
     items = read_items(data, text_column, name_column, context_column, spelled, tuple(ignore_columns or ()))
 
-    from jaxclust.active import InteractiveOracle
-
     def say(text: str = "") -> None:
         print(text, file=out, flush=True)
 
     flag = (spelled or {}).get
     who = annotator if annotator is not None else default_annotator()
-    person = InteractiveOracle(items.names, items.shown, input_fn=input_fn, output=out)
-    oracle, error_rate = person, 0.0
-    if machine is not None:
-        oracle = open_machine(
-            items,
-            machine,
-            flag,
-            lambda chat, check: MachineFirst(chat, person, check=check, random_state=random_state, tell=say),
-            store,
-        )
-        error_rate = oracle.error_rates()
+    person, oracle, error_rate = _annotators(items, input_fn, out, machine, flag, random_state, say, store)
     opened = open_session(
         items,
         store,
@@ -298,24 +270,20 @@ def run_annotate(
         status=say,
         error_rate=error_rate,
     )
-    X, answers, learner, resumed = opened.X, opened.store, opened.learner, opened.resumed
-    if machine is not None:
-        oracle.calibrate(answers.records)  # a resumed session's checks, with the votes kept beside the store
-    try:
-        say(_opening(items, X.shape[1], answers, store, resumed))
+
+    def greet() -> None:
+        if machine is not None:
+            # a resumed session's checks, with the votes kept beside the store
+            oracle.calibrate(opened.store.records)
+        say(_opening(items, opened.X.shape[1], opened.store, store, opened.resumed))
         if shared:
             say(
                 f"Shared store: you answer as {who}; the other annotators' answers are taken in as they come."
             )
-        person.n_asked = resumed  # questions are numbered across sessions
-        with warnings.catch_warnings():
-            # the DPMM names constant columns at every fit; once is enough
-            warnings.filterwarnings("once", message=r"X: columns .* constant", category=JaxclustWarning)
-            history = learner.run(X, n_queries)
-        answers.refresh()
-        n_total, n_new = len(answers), answers.n_appended
-    finally:
-        answers.close()
+        person.n_asked = opened.resumed  # questions are numbered across sessions
+
+    history, n_total, n_new = _ask(opened, n_queries, greet)
+    learner = opened.learner
     summary = _summary(len(items), history, learner, n_new)
     if labels_out is not None:
         _write_labels(Path(labels_out), items.names, np.asarray(learner.labels_), items.texts)
@@ -325,6 +293,40 @@ def run_annotate(
     if machine is not None:
         say(_machine_rates(oracle))
     return summary
+
+
+def _annotators(items, input_fn, out, machine, flag, random_state, say, store):
+    """Who answers a session's questions: ``(person, oracle, error_rate)``, the oracle being the person, or a
+    chat model that answers first and routes some pairs to the person (``machine``'s settings)."""
+    from jaxclust.active import InteractiveOracle
+
+    person = InteractiveOracle(items.names, items.shown, input_fn=input_fn, output=out)
+    if machine is None:
+        return person, person, 0.0
+    routed = open_machine(
+        items,
+        machine,
+        flag,
+        lambda chat, check: MachineFirst(chat, person, check=check, random_state=random_state, tell=say),
+        store,
+    )
+    return person, routed, routed.error_rates()
+
+
+def _ask(opened, n_queries: int, greet: Callable[[], None]) -> tuple[list[dict], int, int]:
+    """``greet()``, run the opened session's questions, then close its store (whatever happens):
+    ``(history, answers stored, answers added)``."""
+    answers = opened.store
+    try:
+        greet()
+        with warnings.catch_warnings():
+            # the DPMM names constant columns at every fit; once is enough
+            warnings.filterwarnings("once", message=r"X: columns .* constant", category=JaxclustWarning)
+            history = opened.learner.run(opened.X, n_queries)
+        answers.refresh()
+        return history, len(answers), answers.n_appended
+    finally:
+        answers.close()
 
 
 def _machine_rates(routed: MachineFirst) -> str:

@@ -18,6 +18,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from jaxclust.apps.opening import check_sampler_options
 from jaxclust.errors import InvalidInputError, JaxclustWarning
+from jaxclust.validation import Int, check_rule
 
 try:  # typer >= 0.20 vendors click
     from typer._click import exceptions as _cx
@@ -197,8 +198,12 @@ class OneLineErrors(Group):
 
 def check_count(value: int | None, flag: str, low: int) -> None:
     """End the command (:func:`fail`) when the integer option ``flag`` is below ``low`` (0 or 1)."""
-    if value is not None and value < low:
-        fail(f"{flag}: expected {'a positive' if low == 1 else 'a non-negative'} integer, got {value}")
+    if value is None:
+        return
+    try:
+        check_rule(Int(low), value, flag)
+    except InvalidInputError as exc:
+        fail(str(exc))
 
 
 def sampler_options(

@@ -33,7 +33,7 @@ import numpy as np
 
 from jaxclust.apps.experiment.records import jsonable
 from jaxclust.errors import InvalidInputError
-from jaxclust.validation import seed_from
+from jaxclust.validation import Int, check_rule
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -248,19 +248,10 @@ def check_demo_options(
     """
 
     name = (spelled or {}).get
-    if n_queries is not None and (
-        isinstance(n_queries, bool) or not isinstance(n_queries, int | np.integer) or n_queries < 1
-    ):
-        raise InvalidInputError(
-            f"{name('n_queries', 'n_queries')}: expected a positive integer, got {n_queries!r}"
-        )
-    if random_state is not None and (
-        not isinstance(random_state, int | np.integer) or isinstance(random_state, bool) or random_state < 0
-    ):
-        seed_from(random_state)  # raises the named error for other types
-        raise InvalidInputError(
-            f"{name('random_state', 'random_state')}: expected a non-negative integer, got {random_state!r}"
-        )
+    if n_queries is not None:
+        check_rule(Int(1), n_queries, name("n_queries", "n_queries"))
+    if random_state is not None:
+        check_rule(Int(0), random_state, name("random_state", "random_state"))
     out = Path(out_dir)
     flag = name("out_dir", "out_dir")
     if out.exists() and not out.is_dir():

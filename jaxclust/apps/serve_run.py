@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxclust.active.answer_log import is_sqlite_path
+from jaxclust.active.rules import SESSION_RULES
 from jaxclust.active.store import AnswerStore
 from jaxclust.active.team import TeamSession
 from jaxclust.active.team_machine import TeamMachine
@@ -15,6 +16,7 @@ from jaxclust.apps.opening import DEFAULT_STOP_ENTROPY, DEFAULT_STRATEGY, open_m
 from jaxclust.apps.serve import make_app
 from jaxclust.apps.serve_access import allowed_hosts, check_token, is_loopback, new_token
 from jaxclust.errors import InvalidInputError
+from jaxclust.validation import check_rule
 
 __all__ = ["open_team", "run_serve"]
 
@@ -59,10 +61,7 @@ def open_team(
         sampler_options=sampler_options,
     )
     flag = (spelled or {}).get
-    if isinstance(double, bool) or not isinstance(double, int | float) or not 0.0 <= double <= 1.0:
-        raise InvalidInputError(
-            f"{flag('double', 'double')}: expected a share of the pairs in [0, 1], got {double!r}"
-        )
+    check_rule(SESSION_RULES["double"], double, flag("double", "double"))
     items = read_items(data, text_column, name_column, context_column, spelled, tuple(ignore_columns or ()))
     chat = None
     if machine is not None:

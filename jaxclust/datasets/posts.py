@@ -19,7 +19,7 @@ from jaxclust.datasets.base import (
     read_csv_rows,
     read_jsonl,
 )
-from jaxclust.errors import InvalidInputError
+from jaxclust.validation import Int, check_rule
 
 __all__ = [
     "load_newsgroups",
@@ -141,10 +141,8 @@ def load_newsgroups(
     remove = tuple(remove) if not isinstance(remove, str) else (remove,)
     for part in remove:
         check_choice(part, "remove", _REMOVABLE)
-    if labels == "author" and (
-        isinstance(min_posts, bool) or not isinstance(min_posts, (int, np.integer)) or min_posts < 1
-    ):
-        raise InvalidInputError(f"min_posts={min_posts!r} must be a positive integer")
+    if labels == "author":
+        check_rule(Int(1), min_posts, "min_posts")
     folder = dataset_folder(NEWSGROUPS_FOLDER, [_NEWSGROUPS_FILE], data_dir)
     path = str(folder / _NEWSGROUPS_FILE)
     records = _read_newsgroups(path)
@@ -218,8 +216,7 @@ def load_nps_chat(
         ``"<session>/<post_index>"``; ``extra``: ``session``, ``post_index`` (n,), ``tokens``.
     """
     check_choice(label, "label", ("user", "dialog_act"))
-    if isinstance(min_posts, bool) or not isinstance(min_posts, (int, np.integer)) or min_posts < 1:
-        raise InvalidInputError(f"min_posts={min_posts!r} must be a positive integer")
+    check_rule(Int(1), min_posts, "min_posts")
     folder = dataset_folder(NPS_FOLDER, [_NPS_FILE], data_dir)
     rows = _read_tsv(str(folder / _NPS_FILE))
     counts = collections.Counter(r["user"] for r in rows)

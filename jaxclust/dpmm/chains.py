@@ -490,7 +490,7 @@ def run_chains(
         from tqdm.auto import tqdm
 
         iterator = tqdm(iterator, desc="DPMM sweeps", unit="block")
-    traces, kept = [], []
+    traces, kept, before = [], [], n_used
     for b in iterator:
         n_active, keep = blocks[b]
         step = functools.partial(run, n_active=to_device(n_active, np.int32), index=to_device(b, np.int32))
@@ -498,9 +498,10 @@ def run_chains(
         trace = tuple(t[:n_active, : place.n_real] for t in _fetch(got[:4]))
         traces.append(trace)
         occupied = int(trace[1].max()) if n_active > 0 else 0
-        capacity = slots.after_block(occupied, last=b + 1 == len(blocks))
+        capacity = slots.after_block(occupied, last=b + 1 == len(blocks), before=before)
         if capacity is not None:  # proactive growth: cheaper than an overflow, which would redo a block
             states = grow(states, capacity)
+        before = occupied if n_active > 0 else before
         if keep:  # a kept block is a whole block: its last traced count is the kept sample's
             got = _fetch((states.z, states.log_joint, states.alpha))
             kept.append((*(a[: place.n_real] for a in got), trace[1][-1]))

@@ -33,8 +33,11 @@ __all__ = [
     "SAMPLER_DEFAULTS",
 ]
 
-# ``sampler="auto"`` runs the parallel sub-cluster sampler from this many must-link groups up.
+# ``sampler="auto"`` runs the parallel sub-cluster sampler from this many must-link groups up, or from this many
+# group-features (groups x columns: the collapsed sweep visits the groups one after another, each at a cost
+# proportional to the columns), e.g. 1,024 texts embedded in 256 dimensions.
 AUTO_SUBCLUSTER_GROUPS = 5000
+AUTO_SUBCLUSTER_WORK = 2**18
 
 # Chains and iterations when the caller leaves them unset (see :class:`DPMM`).
 SAMPLER_DEFAULTS = {
@@ -58,21 +61,24 @@ FIT_RULES = {
 }
 
 
-def resolve_settings(sampler: str, n_groups: int, **given) -> dict:
+def resolve_settings(sampler: str, n_groups: int, n_features: int = 1, **given) -> dict:
     """``{"sampler", "n_chains", "n_burnin", "n_samples", "thin"}``: the sampler ``"auto"`` resolves to for
-    ``n_groups`` must-link groups, and its defaults for every setting given as ``None``."""
-    sampler = choose_sampler(sampler, n_groups)
+    ``n_groups`` must-link groups of ``n_features`` columns, and its defaults for every setting given as
+    ``None``."""
+    sampler = choose_sampler(sampler, n_groups, n_features)
     out = {"sampler": sampler, **SAMPLER_DEFAULTS[sampler]}
     out.update({k: v for k, v in given.items() if v is not None})
     return out
 
 
-def choose_sampler(sampler: str, n_groups: int) -> str:
+def choose_sampler(sampler: str, n_groups: int, n_features: int = 1) -> str:
     """``"collapsed"`` or ``"subcluster"``: ``sampler`` itself, or for ``"auto"`` the collapsed sampler below
-    ``AUTO_SUBCLUSTER_GROUPS`` groups (its sweep is sequential over groups) and the sub-cluster sampler above."""
+    ``AUTO_SUBCLUSTER_GROUPS`` groups and ``AUTO_SUBCLUSTER_WORK`` groups x features (its sweep is sequential
+    over groups) and the sub-cluster sampler from either."""
     sampler = check_rule(FIT_RULES["sampler"], sampler, "sampler")
     if sampler == "auto":
-        return "collapsed" if n_groups < AUTO_SUBCLUSTER_GROUPS else "subcluster"
+        small = n_groups < AUTO_SUBCLUSTER_GROUPS and n_groups * n_features < AUTO_SUBCLUSTER_WORK
+        return "collapsed" if small else "subcluster"
     return sampler
 
 
@@ -135,7 +141,8 @@ def sample(
     progress : bool
         A progress bar over blocks of iterations.
     sampler : {"auto", "collapsed", "subcluster"}
-        ``"auto"``: collapsed below ``AUTO_SUBCLUSTER_GROUPS`` must-link groups, sub-cluster above.
+        ``"auto"``: collapsed below ``AUTO_SUBCLUSTER_GROUPS`` = 5,000 must-link groups and below
+        ``AUTO_SUBCLUSTER_WORK`` = 262,144 groups x features, sub-cluster from either.
     split_merge : int
         Split-merge rounds per iteration (0 turns them off and leaves the local moves alone, which cannot
         split a component: only for comparison).
@@ -216,7 +223,7 @@ def _validate(
     return _Checked(
         X,
         constraints,
-        resolve_settings(v["sampler"], n_groups, **chain_settings),
+        resolve_settings(v["sampler"], n_groups, X.shape[1], **chain_settings),
         v["alpha"],
         check_alpha_prior(alpha_prior),
         v["capacity"],
@@ -288,8 +295,9 @@ class DPMM(ClusterMixin, BaseEstimator):
       groups; many chains in parallel). Best below a few thousand groups.
     * ``"subcluster"``: split-merge, then every group moves at once given drawn component weights and
       parameters (:mod:`jaxclust.dpmm.subcluster`): one matrix product per iteration, for large n.
-    * ``"auto"`` (default): collapsed below ``AUTO_SUBCLUSTER_GROUPS`` = 5000 must-link groups, sub-cluster
-      from there.
+    * ``"auto"`` (default): collapsed below ``AUTO_SUBCLUSTER_GROUPS`` = 5,000 must-link groups and below
+      ``AUTO_SUBCLUSTER_WORK`` = 262,144 groups x features (1,024 texts in 256 dimensions), sub-cluster from
+      either.
 
     Defaults for the chains (any of them can be set): collapsed, 5 chains x (100 burn-in + 20 samples 5 apart),
     the settings of Vlachos et al. (2010) whose active-learning curves they are (100 samples for link

@@ -20,6 +20,7 @@ import numpy as np
 
 from jaxclust.errors import InvalidInputError
 from jaxclust.icc.loop import ICC
+from jaxclust.validation import Int
 
 __all__ = [
     "make_classifier",
@@ -72,11 +73,11 @@ def _check_budgets(budgets, n):
     msg = f"budgets: expected increasing label counts in [1, {n}], got {budgets!r}"
     if isinstance(budgets, str | bytes) or not hasattr(budgets, "__iter__"):
         raise InvalidInputError(msg)
-    b = list(budgets)
-    if any(isinstance(v, bool) or not isinstance(v, int | np.integer) for v in b):
-        raise InvalidInputError(msg)
-    b = [int(v) for v in b]
-    if not b or any(v < 1 or v > n for v in b) or b != sorted(b):
+    try:
+        b = [Int(1, n).check(v) for v in budgets]
+    except ValueError:
+        raise InvalidInputError(msg) from None
+    if not b or b != sorted(b):
         raise InvalidInputError(msg)
     return b
 

@@ -293,7 +293,7 @@ def test_bad_records_given_to_append_raise_named_errors(tmp_path):
             s.append(0, 1, "yes")
         with pytest.raises(InvalidInputError, match="i, j"):
             s.append(3, 3, "must")
-        with pytest.raises(InvalidInputError, match="i: expected a non-negative integer"):
+        with pytest.raises(InvalidInputError, match="i: expected an int >= 0"):
             s.append(-1, 3, "must")
         assert s.records == []
 

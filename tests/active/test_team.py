@@ -187,7 +187,7 @@ def test_n_queries_stops_new_pairs_but_not_owed_second_opinions(tmp_path):
 
 def test_bad_settings_are_named(tmp_path):
     with pytest.raises(
-        InvalidInputError, match=r"^double: expected a finite number >= 0.0 and <= 1.0, got 1.5"
+        InvalidInputError, match=r"^double: expected a share of the pairs in \[0, 1\], got 1.5"
     ):
         team(tmp_path, double=1.5)
     with pytest.raises(InvalidInputError, match="^pool_size: expected an int >= 1, got 0"):

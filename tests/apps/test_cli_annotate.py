@@ -53,10 +53,10 @@ def _listing(root: Path) -> dict[str, bytes]:
 
 
 BAD = [
-    (["demo", "--n-queries", "-5"], "--n-queries: expected a positive integer, got -5"),
-    (["demo", "--n-queries", "0"], "--n-queries: expected a positive integer, got 0"),
+    (["demo", "--n-queries", "-5"], "--n-queries: expected an int >= 1, got -5"),
+    (["demo", "--n-queries", "0"], "--n-queries: expected an int >= 1, got 0"),
     (["demo", "--n-queries", "abc"], "'--n-queries'"),
-    (["demo", "--seed", "-1"], "--seed: expected a non-negative integer"),
+    (["demo", "--seed", "-1"], "--seed: expected an int >= 0"),
     (["demo", "--out", "afile"], "--out: afile is a file"),
     (["demo", "--out", "afile/sub"], "--out: cannot create afile/sub: afile is a file"),
     (["demo", "--bogus"], "--bogus"),
@@ -66,18 +66,18 @@ BAD = [
     (["annotate", "items.csv", "--frobnicate"], "--frobnicate"),
     (
         ["annotate", "items.csv", "--strategy", "greedy"],
-        "--strategy: expected one of explore, batch, entropy, naive_batch, random",
+        "--strategy: expected one of 'explore', 'batch', 'entropy', 'naive_batch', 'random', got 'greedy'",
     ),
-    (["annotate", "items.csv", "--batch-size", "0"], "--batch-size: expected a positive integer, got 0"),
-    (["annotate", "items.csv", "--n-queries", "-1"], "--n-queries: expected a non-negative integer, got -1"),
+    (["annotate", "items.csv", "--batch-size", "0"], "--batch-size: expected an int >= 1, got 0"),
+    (["annotate", "items.csv", "--n-queries", "-1"], "--n-queries: expected an int >= 0, got -1"),
     (["annotate", "items.csv", "--n-queries", "many"], "'--n-queries'"),
     (["annotate", "items.csv", "--stop-entropy", "2"], "--stop-entropy: expected a number of nats"),
     (["annotate", "items.csv", "--stop-entropy", "-0.1"], "--stop-entropy: expected a number of nats"),
-    (["annotate", "items.csv", "--n-chains", "0"], "--n-chains: expected a positive integer, got 0"),
+    (["annotate", "items.csv", "--n-chains", "0"], "--n-chains: expected an int >= 1, got 0"),
     (["annotate", "items.csv", "--model", "gmm"], "--model: expected one of 'dpmm', 'nested', got 'gmm'"),
-    (["annotate", "items.csv", "--n-samples", "0"], "--n-samples: expected a positive integer"),
-    (["annotate", "items.csv", "--n-burnin", "-1"], "--n-burnin: expected a non-negative integer"),
-    (["annotate", "items.csv", "--seed", "-3"], "--seed: expected a non-negative integer"),
+    (["annotate", "items.csv", "--n-samples", "0"], "--n-samples: expected an int >= 1"),
+    (["annotate", "items.csv", "--n-burnin", "-1"], "--n-burnin: expected an int >= 0"),
+    (["annotate", "items.csv", "--seed", "-3"], "--seed: expected an int >= 0"),
     (["annotate", "items.csv", "--store", "folder"], "answer store folder: is a folder"),
     (["annotate", "items.csv", "--store", "nope/a.sqlite"], "the folder nope does not exist"),
     (["annotate", "items.csv", "--store", "items.csv"], "--store: items.csv is the data file"),
@@ -127,7 +127,7 @@ def test_the_installed_command_prints_one_line_and_creates_no_folder(tmp_path):
             timeout=120,
         )
         assert res.returncode == 2 and res.stdout == ""
-        assert res.stderr == "error: --n-queries: expected a positive integer, got -5\n"
+        assert res.stderr == "error: --n-queries: expected an int >= 1, got -5\n"
     assert list(tmp_path.iterdir()) == []
 
 
@@ -135,9 +135,9 @@ def test_python_callers_see_parameter_names(workdir):
     from jaxclust.apps.demo import run_demo
     from jaxclust.errors import DatasetNotFoundError, InvalidInputError, StoreError
 
-    with pytest.raises(InvalidInputError, match="^n_queries: expected a positive integer, got -5"):
+    with pytest.raises(InvalidInputError, match="^n_queries: expected an int >= 1, got -5"):
         run_demo(out_dir=workdir / "demo_out", n_queries=-5)
-    with pytest.raises(InvalidInputError, match="^batch_size: expected a positive integer"):
+    with pytest.raises(InvalidInputError, match="^batch_size: expected an int >= 1"):
         run_annotate("items.csv", "s.jsonl", batch_size=0)
     with pytest.raises(StoreError, match="is a folder"):
         run_annotate("items.csv", "folder")

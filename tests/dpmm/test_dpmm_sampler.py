@@ -151,17 +151,35 @@ def test_max_components_is_the_deprecated_spelling_of_capacity():
 
 
 def test_capacity_policy_steps():
-    """Start: the requested slots (default 32), at least occupied + 2 rounded up to a multiple of 4, at most the
+    """Start: the requested slots (default 32), doubled until the occupied ones leave a quarter free, at most the
     groups; growth: x2 (and at least occupied + 2) to a multiple of 4, capped at the groups; proactive growth
     keeps a quarter of the slots free."""
     assert capacity.initial_capacity(1, 2000) == 32
-    assert capacity.initial_capacity(40, 2000) == 44
-    assert capacity.initial_capacity(1, 2000, 8) == 8 and capacity.initial_capacity(8, 2000, 4) == 12
+    assert capacity.initial_capacity(24, 2000) == 32 and capacity.initial_capacity(25, 2000) == 64
+    assert capacity.initial_capacity(70, 2000) == 128 and capacity.initial_capacity(96, 2000) == 128
+    assert capacity.initial_capacity(97, 2000) == 256 and capacity.initial_capacity(97, 200) == 200
+    assert capacity.initial_capacity(1, 2000, 8) == 8 and capacity.initial_capacity(8, 2000, 4) == 16
     assert capacity.initial_capacity(1, 3) == 3 and capacity.initial_capacity(5, 3) == 5
     assert [capacity.grown_capacity(k, k, 2000) for k in (4, 8, 12, 16, 32)] == [8, 16, 24, 32, 64]
     assert capacity.grown_capacity(8, 17, 2000) == 20
     assert capacity.grown_capacity(32, 32, 40) == 40
     assert capacity.headroom(8) == 2 and capacity.headroom(32) == 8
+
+
+def test_capacity_grows_ahead_while_components_multiply():
+    """A block that took the components from 8 to 25 is expected to take them to 25 * 25 / 8 = 78 next: the
+    slots grow x4 (128) where x2 (64) would not leave that a quarter free, never beyond x4; a block that did not
+    multiply them grows x2 as before."""
+    assert capacity.grown_capacity(32, 25, 2000, expected=25 * 25 / 8) == 128
+    assert capacity.grown_capacity(32, 25, 2000, expected=48.0) == 64  # 64 - 48 >= 64 / 4
+    assert capacity.grown_capacity(32, 30, 2000, expected=900.0) == 128  # at most GROWTH ** 2
+    assert capacity.grown_capacity(32, 25, 2000, expected=30.0) == 64  # x2 at least
+    assert capacity.grown_capacity(32, 25, 90, expected=78.0) == 90  # capped at the groups
+    policy = capacity.SlotPolicy(32, 2000, 2000)
+    assert policy.after_block(20, last=False, before=8) is None  # 20 + 8 free fits in 32
+    assert policy.after_block(25, last=False, before=8) == 128 and policy.growths == 1
+    assert capacity.SlotPolicy(32, 2000, 2000).after_block(25, last=False, before=25) == 64
+    assert capacity.SlotPolicy(32, 2000, 2000).after_block(25, last=False) == 64
 
 
 def test_many_growths_give_the_draws_of_a_roomy_sampler():
@@ -425,3 +443,18 @@ def test_a_fit_validates_its_data_once(monkeypatch):
     drawn = sample(0, X12, **KW)
     assert calls == ["X", "X"]
     np.testing.assert_array_equal(fitted.samples_, drawn.samples.reshape(fitted.samples_.shape))
+
+
+def test_auto_sampler_by_groups_and_by_groups_times_features():
+    """``sampler="auto"``: the collapsed sweep (sequential over groups, each visit costing the columns) below
+    5,000 groups and below 2**18 groups x features; the sub-cluster sampler from either; a sampler named is
+    kept."""
+    assert model.choose_sampler("auto", 4999, 2) == "collapsed"
+    assert model.choose_sampler("auto", 5000, 1) == "subcluster"
+    assert model.choose_sampler("auto", 1023, 256) == "collapsed"  # 261,888 group-features
+    assert model.choose_sampler("auto", 1024, 256) == "subcluster"  # 262,144
+    assert model.choose_sampler("collapsed", 10_000, 256) == "collapsed"
+    wide = np.random.default_rng(0).normal(size=(1100, 240))
+    fit = DPMM(n_chains=1, n_burnin=1, n_samples=1, thin=1, random_state=0).fit(wide)
+    assert fit.settings_["sampler"] == "subcluster"
+    assert model.resolve_settings("auto", 1100, 240)["n_chains"] == 2  # the sub-cluster sampler's defaults

@@ -11,7 +11,14 @@ from pathlib import Path
 import typer
 
 from jaxclust.apps.cache import use_compilation_cache
-from jaxclust.apps.cli_common import COMPILATION_CACHE_OPTION, Command, Group, fail, one_line_warnings
+from jaxclust.apps.cli_common import (
+    COMPILATION_CACHE_OPTION,
+    Command,
+    Group,
+    check_count,
+    fail,
+    one_line_warnings,
+)
 from jaxclust.apps.experiment.runner import plan, run_grid
 from jaxclust.apps.experiment.summary import summarize as _summarize
 from jaxclust.errors import JaxclustError
@@ -54,8 +61,7 @@ def run(
 
     if cpus_per_run < 0 or gpus_per_run < 0:
         fail(f"{'--cpus-per-run' if cpus_per_run < 0 else '--gpus-per-run'}: expected a number >= 0")
-    if ray_num_cpus is not None and ray_num_cpus < 1:
-        fail(f"--ray-num-cpus: expected a positive integer, got {ray_num_cpus}")
+    check_count(ray_num_cpus, "--ray-num-cpus", 1)
     if ray_num_cpus is not None and (ray_address is not None or not ray):
         fail("--ray-num-cpus: only with --ray (a local Ray; a cluster has its own CPUs)")
     try:
