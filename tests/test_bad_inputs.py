@@ -424,8 +424,8 @@ CORPUS = [
     B(lambda: D.load_clustering_benchmark("nope", "x"), InvalidInputError, r"^battery='nope' is not one of", "d-bench-battery"),
     B(lambda: D.load_verbs_general(subset="x"), InvalidInputError, r"^subset='x' is not one of 'balanced', 'full'", "d-verbs-subset"),
     B(lambda: D.load_newsgroups(remove=["x"]), InvalidInputError, r"^remove='x' is not one of 'headers', 'footers', 'quotes'", "d-newsgroups-remove"),
-    B(lambda: D.load_newsgroups(labels="author", min_posts=0), InvalidInputError, r"^min_posts: expected an int >= 1, got 0", "d-newsgroups-min-posts"),
-    B(lambda: D.load_nps_chat(min_posts=0), InvalidInputError, r"^min_posts: expected an int >= 1, got 0", "d-nps-min-posts"),
+    B(lambda: D.load_newsgroups(labels="author", min_posts=0), InvalidInputError, r"^min_posts=0 is not an int >= 1", "d-newsgroups-min-posts"),
+    B(lambda: D.load_nps_chat(min_posts=0), InvalidInputError, r"^min_posts=0 is not an int >= 1", "d-nps-min-posts"),
     B(lambda: D.load_senseval2(word="x"), InvalidInputError, r"^word='x' is not one of 'hard', 'interest', 'line', 'serve'", "d-senseval-word"),
     B(lambda: D.load_subjectivity(data_dir="/nonexistent"), DatasetNotFoundError, r"data set folder 'pang_lee_subjectivity_v1' \(files: sentences.tsv\) not found: data directory '/nonexistent'", "d-data-dir-missing"),
     # ---- DPMM (validation happens before any sampling: no compile) -----------------------------------------

@@ -33,6 +33,7 @@ __all__ = [
     "dataset_folder",
     "encode_labels",
     "check_choice",
+    "check_setting",
     "read_text",
     "read_jsonl",
     "read_csv_rows",
@@ -304,6 +305,15 @@ def check_choice(value: Any, name: str, choices: Sequence[Any]) -> Any:
     if value not in choices:
         raise InvalidInputError(f"{name}={value!r} is not one of {', '.join(repr(c) for c in choices)}")
     return value
+
+
+def check_setting(value: Any, name: str, rule: Any) -> Any:
+    """``value`` checked by a :mod:`jaxclust.validation` rule; ``InvalidInputError`` written as the loaders write
+    them (``"min_posts=0 is not an int >= 1"``) otherwise."""
+    try:
+        return rule.check(value)
+    except (ValueError, TypeError, OverflowError):
+        raise InvalidInputError(f"{name}={value!r} is not {rule.want()}") from None
 
 
 # -- reading data files: every problem is an InvalidInputError naming the file (and line where known) ----------

@@ -14,12 +14,13 @@ import numpy as np
 from jaxclust.datasets.base import (
     Dataset,
     check_choice,
+    check_setting,
     dataset_folder,
     encode_labels,
     read_csv_rows,
     read_jsonl,
 )
-from jaxclust.validation import Int, check_rule
+from jaxclust.validation import Int
 
 __all__ = [
     "load_newsgroups",
@@ -142,7 +143,7 @@ def load_newsgroups(
     for part in remove:
         check_choice(part, "remove", _REMOVABLE)
     if labels == "author":
-        check_rule(Int(1), min_posts, "min_posts")
+        check_setting(min_posts, "min_posts", Int(1))
     folder = dataset_folder(NEWSGROUPS_FOLDER, [_NEWSGROUPS_FILE], data_dir)
     path = str(folder / _NEWSGROUPS_FILE)
     records = _read_newsgroups(path)
@@ -216,7 +217,7 @@ def load_nps_chat(
         ``"<session>/<post_index>"``; ``extra``: ``session``, ``post_index`` (n,), ``tokens``.
     """
     check_choice(label, "label", ("user", "dialog_act"))
-    check_rule(Int(1), min_posts, "min_posts")
+    check_setting(min_posts, "min_posts", Int(1))
     folder = dataset_folder(NPS_FOLDER, [_NPS_FILE], data_dir)
     rows = _read_tsv(str(folder / _NPS_FILE))
     counts = collections.Counter(r["user"] for r in rows)

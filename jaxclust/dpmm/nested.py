@@ -50,6 +50,7 @@ from jax.scipy.special import gammaln
 from jaxclust.constraints import Constraints
 from jaxclust.dpmm.state import no_moves
 from jaxclust.errors import InvalidInputError
+from jaxclust.transfer import to_device
 
 __all__ = [
     "NestedPrior",
@@ -189,14 +190,15 @@ def prepare(X, answers=(), dtype=jnp.float32) -> NestedData:
     hard = np.array([r[3] for r in rows], bool)
     eps = np.array([r[4] for r in rows], np.float64)  # a hard answer's rate is unused
     weight = np.log((1.0 - eps) / eps) * np.where(must, 1.0, -1.0)
+    # to_device: jnp.asarray of host arrays compiles a copy for every new shape, i.e. at every answer
     return NestedData(
-        jnp.asarray(X, dtype),
-        jnp.asarray(i),
-        jnp.asarray(j),
-        jnp.asarray(must),
-        jnp.asarray(hard),
-        jnp.asarray(weight, dtype),
-        *(jnp.asarray(a) for a in _group_layout(cons.group_of)),
+        to_device(X, dtype),
+        to_device(i),
+        to_device(j),
+        to_device(must),
+        to_device(hard),
+        to_device(weight, dtype),
+        *(to_device(a) for a in _group_layout(cons.group_of)),
     )
 
 
@@ -224,8 +226,9 @@ def pad_answers(data: NestedData, rows: int) -> NestedData:
     if extra < 0:
         raise InvalidInputError(f"pad_answers: {data.i.shape[0]} answers do not fit in rows={rows}")
 
-    def grow(a, fill):
-        return jnp.concatenate([a, jnp.full((extra,), fill, a.dtype)])
+    def grow(a, fill):  # on the host: a jnp.concatenate would compile anew for every number of answers
+        a = np.asarray(a)
+        return to_device(np.concatenate([a, np.full((extra,), fill, a.dtype)]))
 
     return data._replace(
         i=grow(data.i, 0),

@@ -21,6 +21,7 @@ from jaxclust.dpmm import nested as N
 from jaxclust.dpmm import nested_splitmerge as MH
 from jaxclust.dpmm.capacity import headroom
 from jaxclust.dpmm.chains import repair_labels
+from jaxclust.transfer import to_device
 from jaxclust.validation import Int, Real, check_array, check_int, seed_from, validate_params
 
 __all__ = ["NestedDPMM"]
@@ -82,7 +83,7 @@ def _compact(state: N.NestedState, K: int) -> N.NestedState:
         out[2][r, : len(occ)] = count[r, occ]
         stats[0][r, : len(occ)] = mean[r, occ]
         stats[1][r, : len(occ)] = scatter[r, occ]
-    return N.NestedState(*(jnp.asarray(a) for a in out + stats))
+    return N.NestedState(*(to_device(a) for a in out + stats))
 
 
 def _pad(state: N.NestedState, K: int) -> N.NestedState:
@@ -263,10 +264,10 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         )
         if init is None:  # each item its own component, in its group's class: n slots for now
             K = n
-            state = jax.vmap(lambda c: N.init(jnp.arange(n), c, data, n))(jnp.asarray(starts, jnp.int32))
+            state = jax.vmap(lambda c: N.init(jnp.arange(n), c, data, n))(to_device(starts, np.int32))
         else:  # a warm start: one component per class
             K = _slots(int(starts.max()) + 1, n)
-            state = jax.vmap(lambda c: N.init(c, jnp.arange(K), data, K))(jnp.asarray(starts, jnp.int32))
+            state = jax.vmap(lambda c: N.init(c, jnp.arange(K), data, K))(to_device(starts, np.int32))
         roomy = init is None and K > _MIN_SLOTS
         n_sweeps = burn + p["n_samples"] * p["thin"]
         keys = jax.random.split(jax.random.key(seed_from(self.random_state)), (p["n_chains"], n_sweeps))
