@@ -172,8 +172,9 @@ def sample(
         capacity=capacity,
         split_merge=split_merge,
         mesh=mesh,
+        init_labels=init_labels,
     )
-    return _run(key, checked, prior, init_labels, partner_capacity, dtype, progress)
+    return _run(key, checked, prior, partner_capacity, dtype, progress)
 
 
 class _Checked(NamedTuple):
@@ -188,6 +189,7 @@ class _Checked(NamedTuple):
     capacity: int | None
     split_merge: int
     mesh: Any
+    item_labels: np.ndarray  # (n_chains, n): the chains' starting labels (zeros: one component)
 
 
 def _validate(
@@ -204,9 +206,11 @@ def _validate(
     capacity,
     split_merge,
     mesh,
+    init_labels=None,
 ) -> _Checked:
-    """Every setting of a fit checked by its rule in :data:`FIT_RULES` (named errors) and the chain settings
-    resolved (``resolve_settings``). ``X`` and ``constraints`` come checked (``check_array``, ``as_constraints``)."""
+    """Every setting of a fit checked by its rule in :data:`FIT_RULES` (named errors), the chain settings
+    resolved (``resolve_settings``) and ``init_labels`` checked, before any work. ``X`` and ``constraints`` come
+    checked (``check_array``, ``as_constraints``)."""
     given = dict(
         sampler=sampler,
         n_chains=n_chains,
@@ -220,16 +224,32 @@ def _validate(
     v = {name: check_rule(FIT_RULES[name], value, name) for name, value in given.items()}
     n_groups = X.shape[0] if constraints is None else constraints.n_groups
     chain_settings = {k: v[k] for k in ("n_chains", "n_burnin", "n_samples", "thin")}
+    settings = resolve_settings(v["sampler"], n_groups, X.shape[1], **chain_settings)
     return _Checked(
         X,
         constraints,
-        resolve_settings(v["sampler"], n_groups, X.shape[1], **chain_settings),
+        settings,
         v["alpha"],
         check_alpha_prior(alpha_prior),
         v["capacity"],
         v["split_merge"],
         None if mesh is None else distributed.resolve_mesh(mesh),
+        _start_rows(init_labels, X.shape[0], settings["n_chains"]),
     )
+
+
+def _start_rows(init_labels, n: int, n_chains: int) -> np.ndarray:
+    """(n_chains, n) item labels to start the chains from: ``init_labels`` (n,) or (n_chains, n), checked, or
+    zeros (every chain in one component)."""
+    if init_labels is None:
+        return np.zeros((n_chains, n), dtype=np.int64)
+    item_labels = np.asarray(init_labels)
+    if item_labels.shape not in ((n,), (n_chains, n)):
+        raise InvalidInputError(
+            f"init_labels: expected shape ({n},) or (n_chains, n) = ({n_chains}, {n}), got {item_labels.shape}"
+        )
+    item_labels = np.broadcast_to(item_labels, (n_chains, n))
+    return np.stack([check_labels(row, n=n, name="init_labels") for row in item_labels])
 
 
 @jax.jit
@@ -238,12 +258,12 @@ def _second_key(key):
     return jax.random.split(key)[1]
 
 
-def _run(key, checked: _Checked, prior, init_labels, partner_capacity, dtype, progress) -> chains.ChainResult:
+def _run(key, checked: _Checked, prior, partner_capacity, dtype, progress) -> chains.ChainResult:
     """The fit itself, from validated arguments (see :func:`sample`)."""
     X, constraints, mesh = checked.X, checked.constraints, checked.mesh
     n = X.shape[0]
-    sampler, n_chains, n_burnin, n_samples, thin = (
-        checked.settings[k] for k in ("sampler", "n_chains", "n_burnin", "n_samples", "thin")
+    sampler, n_burnin, n_samples, thin = (
+        checked.settings[k] for k in ("sampler", "n_burnin", "n_samples", "thin")
     )
     problem = prepare_problem(
         X,
@@ -257,21 +277,11 @@ def _run(key, checked: _Checked, prior, init_labels, partner_capacity, dtype, pr
     )
     key = prng_key(key)
     k_run = _second_key(key)
-    if init_labels is None:
-        item_labels = np.zeros((n_chains, n), dtype=np.int64)
-    else:
-        item_labels = np.asarray(init_labels)
-        if item_labels.shape not in ((n,), (n_chains, n)):
-            raise InvalidInputError(
-                f"init_labels: expected shape ({n},) or (n_chains, n) = ({n_chains}, {n}), got {item_labels.shape}"
-            )
-        item_labels = np.broadcast_to(item_labels, (n_chains, n))
-        item_labels = np.stack([check_labels(row, n=n, name="init_labels") for row in item_labels])
     return chains.run_chains(
         k_run,
         problem.data,
         problem.family,
-        start_labels(item_labels, constraints, n),
+        start_labels(checked.item_labels, constraints, n),
         alpha=checked.alpha,
         alpha_prior=checked.alpha_prior,
         n_burnin=n_burnin,
@@ -427,9 +437,10 @@ class DPMM(ClusterMixin, BaseEstimator):
             capacity=self._capacity(),
             split_merge=self.split_merge,
             mesh=self.mesh,
+            init_labels=init_labels,
         )
         self.settings_ = checked.settings
-        res = _run(self.random_state, checked, self.prior, init_labels, None, jnp.float32, progress)
+        res = _run(self.random_state, checked, self.prior, None, jnp.float32, progress)
         C, S, n = res.samples.shape
         self.samples_ = res.samples.reshape(C * S, n).astype(np.int64)
         self.log_joint_ = res.log_joint.reshape(-1).astype(np.float64)
