@@ -56,6 +56,12 @@ def session_seconds(
     learner = ActiveLearner(
         model, oracle, strategy=strategy, batch_size=batch_size, propagation=propagation, progress=False, **kw
     )
+    return answer_seconds(learner, oracle, X, n_questions)
+
+
+def answer_seconds(learner, oracle, X, n_questions: int) -> list[float]:
+    """Seconds of each answer's refit and next question in ``learner``'s session on ``X``, answered by
+    ``oracle``."""
     session = learner.iter_questions(X, n_questions)
     times, t = [], time.perf_counter()
     try:

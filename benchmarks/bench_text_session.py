@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_active_question import answer_seconds
 
 
 def first_question(texts_file: Path, cache: str, work: str) -> dict:
@@ -42,7 +43,7 @@ def first_question(texts_file: Path, cache: str, work: str) -> dict:
     return {"wall_s": round(wall, 2), "model_ready_s": float(ready.group(1))}
 
 
-def answer_seconds(X: np.ndarray, y: np.ndarray, sampler: str, n_questions: int) -> tuple[list[float], float]:
+def text_session(X: np.ndarray, y: np.ndarray, sampler: str, n_questions: int) -> tuple[list[float], float]:
     """Seconds of each answer's refit and next question in the annotate session, and the ARI of its labels."""
     from sklearn.metrics import adjusted_rand_score
 
@@ -53,17 +54,7 @@ def answer_seconds(X: np.ndarray, y: np.ndarray, sampler: str, n_questions: int)
     model.set_params(sampler=sampler)
     oracle = GoldOracle(y)
     learner = make_learner(model, oracle, None, random_state=0, stop_entropy=None)
-    session = learner.iter_questions(X, n_questions)
-    times, t = [], time.perf_counter()
-    try:
-        pair = next(session)
-        while True:
-            pair = session.send(oracle.answer(*pair))
-            now = time.perf_counter()
-            times.append(now - t)
-            t = now
-    except StopIteration:
-        pass
+    times = answer_seconds(learner, oracle, X, n_questions)
     return times, float(adjusted_rand_score(y, learner.labels_))
 
 
@@ -104,7 +95,7 @@ def main() -> None:
     X = np.asarray(text_featurizer().fit_transform(texts))
     for sampler in ("auto", "collapsed"):
         t0 = time.perf_counter()
-        times, ari = answer_seconds(X, y, sampler, args.questions)
+        times, ari = text_session(X, y, sampler, args.questions)
         warm = times[args.warmup :]
         out[sampler] = {
             "median_s_per_answer": float(np.median(warm)),

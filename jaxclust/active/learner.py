@@ -76,7 +76,7 @@ import numpy as np
 from jaxclust.active.core import RateRule, SessionSettings, fit_parameters
 from jaxclust.active.oracles import SessionStopped, UndoLast, ask
 from jaxclust.active.replies import WORDS
-from jaxclust.active.rules import SESSION_RULES
+from jaxclust.active.rules import LEARNER_RULES, SESSION_RULES
 from jaxclust.active.session import Outcome, Session, score_samples
 from jaxclust.active.state import describe_conflict
 from jaxclust.active.store import AnswerStore, check_annotator, data_fingerprint, default_annotator
@@ -93,19 +93,6 @@ from jaxclust.validation import (
 )
 
 __all__ = ["ActiveLearner", "score_samples", "data_fingerprint", "describe_conflict"]
-
-_SESSION_PARAMETERS = (
-    "strategy",
-    "batch_size",
-    "min_samples",
-    "warm_start",
-    "warm_burnin",
-    "warm_thin",
-    "block_size",
-    "stop_entropy",
-    "propagation",
-    "progress",
-)
 
 
 def _clone(model: Any) -> Any:
@@ -260,9 +247,9 @@ class ActiveLearner:
     """
 
     #: One rule per parameter (see :func:`jaxclust.validation.validate_params`), those of the session shared with
-    #: the apps (:data:`jaxclust.active.rules.SESSION_RULES`); the model and the oracle are checked where used.
+    #: the apps (:data:`jaxclust.active.rules.LEARNER_RULES`); the model and the oracle are checked where used.
     _parameter_constraints = {
-        **{k: SESSION_RULES[k] for k in _SESSION_PARAMETERS},
+        **LEARNER_RULES,
         "error_rate": PerKey(RateRule(), "annotator"),
         "status": Function(none=True),
     }

@@ -8,7 +8,7 @@ import math
 
 from jaxclust.validation import Int, Options, Real
 
-__all__ = ["STRATEGIES", "PROPAGATIONS", "SESSION_RULES"]
+__all__ = ["STRATEGIES", "PROPAGATIONS", "LEARNER_RULES", "SESSION_RULES"]
 
 #: How questions are chosen (see :func:`jaxclust.active.selection.select_queries` and ``ActiveLearner``).
 STRATEGIES = ("explore", "batch", "entropy", "naive_batch", "random")
@@ -18,8 +18,9 @@ STRATEGIES = ("explore", "batch", "entropy", "naive_batch", "random")
 #: components, ``"pairs"`` leaves the model's components as they are (an answer constrains its two items only).
 PROPAGATIONS = ("classes", "components", "pairs")
 
-#: One rule per session parameter. ``stop_entropy`` is in nats: a pair's link entropy is at most ln 2.
-SESSION_RULES = {
+#: One rule per :class:`~jaxclust.active.ActiveLearner` setting of the session (the model, the oracle, the error
+#: rates and ``status`` are checked by the learner). ``stop_entropy`` is in nats: a link entropy is at most ln 2.
+LEARNER_RULES = {
     "strategy": Options(STRATEGIES),
     "batch_size": Int(1),
     "min_samples": Int(1),
@@ -32,6 +33,11 @@ SESSION_RULES = {
     ),
     "propagation": Options((None, *PROPAGATIONS)),
     "progress": Options((True, False)),
+}
+
+#: One rule per session parameter: the learner's, and those of a run and of a team session.
+SESSION_RULES = {
+    **LEARNER_RULES,
     "n_queries": Int(0),
     "double": Real(0.0, 1.0, words="a share of the pairs in [0, 1]"),
     "pool_size": Int(1),

@@ -30,9 +30,9 @@ import numpy as np
 
 from jaxclust.active.classes import component_questions
 from jaxclust.active.entropy import check_pairs, top_entropy_pairs
-from jaxclust.active.rules import STRATEGIES
+from jaxclust.active.rules import SESSION_RULES
 from jaxclust.errors import InvalidInputError
-from jaxclust.validation import Options, check_int, check_rule, prng_key
+from jaxclust.validation import check_int, check_rule, prng_key
 
 __all__ = ["select_queries", "random_pairs", "Round", "pick"]
 
@@ -128,7 +128,7 @@ def select_queries(
     -------
     list of (i, j) with i < j
     """
-    check_rule(Options(STRATEGIES), strategy, "strategy")
+    check_rule(SESSION_RULES["strategy"], strategy, "strategy")
     if strategy == "batch":
         raise InvalidInputError(
             "strategy: 'batch' needs the oracle between picks; use ActiveLearner(strategy='batch')"

@@ -8,8 +8,8 @@ start roomy and also grow ahead of need, when a block leaves fewer than :func:`h
 components are still multiplying (the first blocks after the one-component start, when split-merge splits most of
 them every iteration), a growth makes room for one more block at the rate of the last one (``GROWTH`` squared
 when ``GROWTH`` would not), so that a fit that ends with many components compiles once or twice rather than at
-every doubling. Capacities are ``MIN_SLOTS`` (or the requested one) times a power of ``GROWTH``, warm starts
-included, so that the refits of a session run at one or two compiled shapes.
+every doubling. A warm start begins at the capacity that growth from ``MIN_SLOTS`` (or the requested slots)
+would reach, so that the refits of a session run at one or two compiled shapes.
 
 Usage::
 
