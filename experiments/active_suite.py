@@ -253,6 +253,7 @@ def run_one(
     data_dir: str | None = None,
     dpmm_defaults: bool = False,
     warm_thin: int | None = None,
+    warm_burnin: int | None = None,
 ) -> dict:
     """ONE learning curve (grid kind ``active_suite``): ARI and V-beta after 0..n_queries answers.
 
@@ -262,7 +263,7 @@ def run_one(
     goes on from the answers so far (:func:`choose_width`); ``widths`` replaces that list (``[0.5]``: the same
     restart at the default width, the control).
     ``dpmm_defaults``: ``DPMM(random_state=seed)`` as a user writes it, not the chain settings above;
-    ``warm_thin``: the session's ``warm_thin`` (None: the learner's default).
+    ``warm_thin``, ``warm_burnin``: the session's (None: the learner's default).
     """
     from jaxclust import DPMM
     from jaxclust.active import ActiveLearner, GoldOracle, NoisyOracle
@@ -275,7 +276,7 @@ def run_one(
     X, y = load(dataset, data_dir)
     teller = GoldOracle(y) if oracle == "gold" else NoisyOracle(y, FLIP_RATE, random_state=seed)
     chosen = None
-    session_kw = {} if warm_thin is None else {"warm_thin": warm_thin}
+    session_kw = {k: v for k, v in (("warm_thin", warm_thin), ("warm_burnin", warm_burnin)) if v is not None}
     t0 = time.perf_counter()
     if method == "cobras":
         curve, seconds = cobras_curve(X, y, n_queries, teller.answer, seed)
@@ -515,6 +516,9 @@ def main(argv=None) -> None:
     ap.add_argument(
         "--warm-thin", type=int, default=None, help="the session's warm_thin (default: the learner's)"
     )
+    ap.add_argument(
+        "--warm-burnin", type=int, default=None, help="the session's warm_burnin (default: the learner's)"
+    )
     ap.add_argument("--json", default=None, help="also write the whole record to this file")
     args = ap.parse_args(argv)
     if args.kmeans:
@@ -537,8 +541,9 @@ def main(argv=None) -> None:
         prior_scale=args.prior_scale,
         dpmm_defaults=args.dpmm_defaults,
         warm_thin=args.warm_thin,
+        warm_burnin=args.warm_burnin,
     )
-    r.update(dpmm_defaults=args.dpmm_defaults, warm_thin=args.warm_thin)
+    r.update(dpmm_defaults=args.dpmm_defaults, warm_thin=args.warm_thin, warm_burnin=args.warm_burnin)
     if args.json:
         Path(args.json).write_text(json.dumps(r))
     print(

@@ -18,6 +18,7 @@ from jaxclust.errors import ConstraintError, InvalidInputError, InvalidInputType
 
 __all__ = [
     "check_array",
+    "check_label_rows",
     "check_labels",
     "check_index",
     "check_positive",
@@ -175,6 +176,18 @@ def check_labels(
         f"{name}: expected integer labels, got dtype {arr.dtype}; encode them with "
         "np.unique(labels, return_inverse=True)[1]"
     )
+
+
+def check_label_rows(labels: Any, n: int, n_rows: int, name: str) -> np.ndarray:
+    """Labellings (n_rows, n) int64 from ``labels`` of shape (n,) (every row the same) or (n_rows, n), each row
+    checked as :func:`check_labels` checks one (e.g. a sampler's starting labels, one row per chain)."""
+    arr = np.asarray(labels)
+    if arr.shape not in ((n,), (n_rows, n)):
+        raise InvalidInputError(
+            f"{name}: expected shape ({n},) or (n_chains, n) = ({n_rows}, {n}), got {arr.shape}"
+        )
+    arr = np.broadcast_to(arr, (n_rows, n))
+    return np.stack([check_labels(row, n=n, name=name) for row in arr])
 
 
 def check_sample_weight(sample_weight: Any, n: int, dtype: Any = np.float64, name: str = "sample_weight"):

@@ -214,11 +214,12 @@ def fit_problem(obj: Any) -> str | None:
         return "fit warm/settings of the wrong type"
     if obj["n_burnin"] is not None and not is_int(obj["n_burnin"]):
         return f"fit n_burnin is {obj['n_burnin']!r}"
-    fl = obj["final_labels"]
-    if fl is not None and not (
-        isinstance(fl, list) and all(isinstance(r, list) and all(is_int(v) for v in r) for r in fl)
-    ):
-        return "fit final_labels is not a list of integer lists"
+    for key in ("final_labels", "final_components"):
+        rows = obj.get(key)
+        if rows is not None and not (
+            isinstance(rows, list) and all(isinstance(r, list) and all(is_int(v) for v in r) for r in rows)
+        ):
+            return f"fit {key} is not a list of integer lists"
     log = obj.get("log")
     if log is not None and not (
         isinstance(log, list) and len(log) == 2 and all(is_int(v) and v >= 0 for v in log)

@@ -155,7 +155,8 @@ class Fit(NamedTuple):
     ``propagation="pairs"``); ``components`` (n,): the model's best sample of components; ``labels`` (n,): the
     row of ``samples`` closest to the others in Binder loss; ``final`` (C, n) or None: the chains' last states,
     to warm-start the next fit; ``seed``, ``warm`` and ``n_burnin`` (the burn-in of a warm fit, else None): how
-    it was made."""
+    it was made; ``final_components`` (C, n) or None: the components inside ``final``'s classes, for a model
+    whose samples are classes of components (its ``final_components_``, e.g. :class:`~jaxclust.NestedDPMM`)."""
 
     samples: np.ndarray
     components: np.ndarray
@@ -164,6 +165,7 @@ class Fit(NamedTuple):
     seed: int
     warm: bool
     n_burnin: int | None
+    final_components: np.ndarray | None = None
 
 
 def fit_parameters(fn) -> set[str]:
@@ -213,11 +215,14 @@ def fit_model(
     seed: int,
     warm_from=None,
     n_burnin=None,
+    warm_components=None,
 ) -> Fit:
     """Fit ``model`` (modified in place) to ``X`` (n, D) under ``constraints``, seeded ``seed`` and started from
-    ``warm_from`` (C, n) when given and ``settings.warm_start``, and read its samples as ``settings.propagation``
-    says. A warm refit runs ``n_burnin`` (default :meth:`SessionSettings.burnin_for`) burn-in sweeps and keeps
-    the model's number of samples ``settings.warm_thin`` apart, when the model's ``fit`` takes ``thin``."""
+    ``warm_from`` (C, n) when given and ``settings.warm_start`` (with the components ``warm_components`` (C, n)
+    inside those labels, when given and the model's ``fit`` takes ``init_components``), and read its samples as
+    ``settings.propagation`` says. A warm refit runs ``n_burnin`` (default :meth:`SessionSettings.burnin_for`)
+    burn-in sweeps and keeps the model's number of samples ``settings.warm_thin`` apart, when the model's ``fit``
+    takes ``thin``."""
     if hasattr(model, "set_params") and "random_state" in model.get_params(deep=False):
         model.set_params(random_state=seed)
     kwargs: dict[str, Any] = {"constraints": constraints}
@@ -227,8 +232,11 @@ def fit_model(
         kwargs["init_labels"] = np.asarray(warm_from)
         burn = settings.burnin_for(model) if n_burnin is None else int(n_burnin)
         kwargs["n_burnin"] = burn
-        if "thin" in fit_parameters(model.fit):
+        takes = fit_parameters(model.fit)
+        if "thin" in takes:
             kwargs["thin"] = settings.warm_thin
+        if warm_components is not None and "init_components" in takes:
+            kwargs["init_components"] = np.asarray(warm_components)
     model.fit(X, **kwargs)
     samples = check_samples(model, X.shape[0])
     best = getattr(model, "labels_", None)
@@ -236,6 +244,7 @@ def fit_model(
     if settings.propagation != "pairs":
         samples = class_samples(X, samples, constraints, settings.propagation == "classes")
     final = getattr(model, "final_labels_", None)
+    final_components = getattr(model, "final_components_", None)
     return Fit(
         samples,
         components,
@@ -244,6 +253,7 @@ def fit_model(
         int(seed),
         bool(warm),
         burn,
+        None if final_components is None else np.asarray(final_components),
     )
 
 
@@ -313,17 +323,22 @@ class SessionCore:
         return self.base_seed + FIT_SEED_STRIDE * self.state.n_fits
 
     def draw(
-        self, constraints: Constraints | None = None, seed: int | None = None, warm_from=None, n_burnin=None
+        self,
+        constraints: Constraints | None = None,
+        seed: int | None = None,
+        warm_from=None,
+        n_burnin=None,
+        warm_components=None,
     ) -> Fit:
         """A fit under ``constraints`` (default: those in effect); the state is left alone. Without ``seed``:
-        the next seed, warm from the installed fit's chains (``warm_from`` and ``n_burnin`` then override only
-        when given)."""
+        the next seed, warm from the installed fit's chains (``warm_from``, ``warm_components`` and
+        ``n_burnin`` then override only when given)."""
         if seed is None:
             seed = self.next_seed()
             if warm_from is None and self.fit is not None:
-                warm_from = self.fit.final
+                warm_from, warm_components = self.fit.final, self.fit.final_components
         cons = self.state.constraints if constraints is None else constraints
-        return fit_model(self.settings, self.model, self.X, cons, seed, warm_from, n_burnin)
+        return fit_model(self.settings, self.model, self.X, cons, seed, warm_from, n_burnin, warm_components)
 
     def install(self, fit: Fit, count: bool = True) -> None:
         """Make ``fit``'s samples those questions are about; ``count``: it counts toward the seeds."""

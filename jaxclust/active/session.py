@@ -77,9 +77,10 @@ class Diverged(Exception):  # noqa: N818 - control flow: a replayed answer is no
 
 
 def plan_resume(answers: list[dict], fits: list[dict], settings: str, n: int, batch: bool):
-    """The last fit of an interrupted session and its warm-start state (``(record, init_labels or None)``)
-    when the session can be continued exactly; else None (every stored answer is applied and the model
-    refitted from scratch). ``batch``: the strategy picks between answers (a fit may sit inside a round)."""
+    """The last fit of an interrupted session and its warm-start state (``(record, init_labels or None,
+    init_components or None)``) when the session can be continued exactly; else None (every stored answer is
+    applied and the model refitted from scratch). ``batch``: the strategy picks between answers (a fit may sit
+    inside a round)."""
     if not fits:
         return None
     last = fits[-1]
@@ -90,13 +91,19 @@ def plan_resume(answers: list[dict], fits: list[dict], settings: str, n: int, ba
         return None
     if any(r["round"] != last["round"] for r in answers[q:]):
         return None
-    init = None
+    init = components = None
     if last["warm"]:
-        prev = fits[-2]["final_labels"] if len(fits) >= 2 else None
-        if prev is None or len(prev) == 0 or any(len(row) != n for row in prev):
+        prev = fits[-2] if len(fits) >= 2 else {"final_labels": None}
+        rows = prev["final_labels"]
+        if rows is None or len(rows) == 0 or any(len(row) != n for row in rows):
             return None
-        init = np.asarray(prev, dtype=np.int64)
-    return last, init
+        init = np.asarray(rows, dtype=np.int64)
+        comps = prev.get("final_components")
+        if comps is not None:
+            if len(comps) != len(rows) or any(len(row) != n for row in comps):
+                return None
+            components = np.asarray(comps, dtype=np.int64)
+    return last, init, components
 
 
 class Outcome(NamedTuple):
@@ -202,11 +209,12 @@ class Session:
             self.apply(rec, False, 0, None)
         return update.answers
 
-    def fit(self, round_use: int, pos: int, record: bool = True, seed=None, warm_from=None, n_burnin=None):
+    def fit(self, round_use: int, pos: int, record: bool = True, seed=None, warm_from=None, **warm):
         """One model fit under the current constraints; recorded in the store (before any question uses it)
-        unless ``record`` is False."""
+        unless ``record`` is False. ``seed``, ``warm_from`` and ``warm`` (``n_burnin``, ``warm_components``):
+        as :meth:`SessionCore.draw` takes them."""
         st = self.state
-        fit = self.core.draw(seed=seed, warm_from=warm_from, n_burnin=n_burnin)
+        fit = self.core.draw(seed=seed, warm_from=warm_from, **warm)
         self.core.install(fit, count=False)
         if record and self.store is not None:
             self.store.append_fit(
@@ -224,6 +232,11 @@ class Session:
                     if fit.final is None or self.shared
                     else fit.final.astype(int).tolist(),
                 }
+                | (
+                    {}
+                    if fit.final_components is None or self.shared
+                    else {"final_components": fit.final_components.astype(int).tolist()}
+                )
             )
         if record:
             st.n_fits += 1
@@ -372,7 +385,7 @@ class Session:
             round_, pos = max((r["round"] for r in stored), default=0) + 1, 0
             self.fit(round_, 0)
         else:
-            last, init = plan
+            last, init, components = plan
             q = last["n_answers"]
             for rec in stored[:q]:
                 self.apply(rec, False, rec["round"], replay_log)
@@ -385,6 +398,7 @@ class Session:
                 seed=last["seed"],
                 warm_from=init,
                 n_burnin=last["n_burnin"],
+                warm_components=components,
             )
             st.n_fits = last["n_fit"] + 1
             final = self.core.fit.final

@@ -312,7 +312,8 @@ class AnswerStore:
         """Store a model-fit record durably: ``n_fit`` (the learner's fit counter), ``seed``, ``n_answers``
         (answers it was fitted on), ``round`` and ``pos`` (where in the session its samples are first used),
         ``warm`` (started from the previous fit's ``final_labels``), ``n_burnin``, ``settings`` (a digest of
-        the learner and model settings) and ``final_labels`` (the chains' last states, or None). The store
+        the learner and model settings), ``final_labels`` (the chains' last states, or None) and, for a model of
+        classes of components, ``final_components`` (the components in those states). The store
         adds ``log``: how many answer and undo records existed, so that a later undo can tell which fits it
         invalidates.
         """

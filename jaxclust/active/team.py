@@ -487,10 +487,10 @@ class TeamSession:
             if n_answers == self.answered_at_fit:
                 return False
             constraints, exclude = self.state.constraints, self._excluded()
-            warm = None if self.core.fit is None else self.core.fit.final
-            seed = self.core.next_seed()
+            last, seed = self.core.fit, self.core.next_seed()
         t0 = time.perf_counter()
-        fit = self.core.draw(constraints, seed, warm)
+        warm = (None, None) if last is None else (last.final, last.final_components)
+        fit = self.core.draw(constraints, seed, warm[0], warm_components=warm[1])
         pool, h = self._rank(fit, constraints, exclude)  # the pairs answered since: see _open
         with self.lock:
             self.core.install(fit)

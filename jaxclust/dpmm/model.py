@@ -19,7 +19,7 @@ from jaxclust.dpmm.kernels import SAMPLERS
 from jaxclust.dpmm.predictive import assignment_probabilities
 from jaxclust.dpmm.problem import PreparedData, location_scale, prepare_data, prepare_problem, start_labels
 from jaxclust.errors import InvalidInputError, JaxclustWarning, NotFittedError
-from jaxclust.validation import Int, Options, Real, check_array, check_labels, check_rule, prng_key
+from jaxclust.validation import Int, Options, Real, check_array, check_label_rows, check_rule, prng_key
 
 __all__ = [
     "DPMM",
@@ -243,13 +243,7 @@ def _start_rows(init_labels, n: int, n_chains: int) -> np.ndarray:
     zeros (every chain in one component)."""
     if init_labels is None:
         return np.zeros((n_chains, n), dtype=np.int64)
-    item_labels = np.asarray(init_labels)
-    if item_labels.shape not in ((n,), (n_chains, n)):
-        raise InvalidInputError(
-            f"init_labels: expected shape ({n},) or (n_chains, n) = ({n_chains}, {n}), got {item_labels.shape}"
-        )
-    item_labels = np.broadcast_to(item_labels, (n_chains, n))
-    return np.stack([check_labels(row, n=n, name="init_labels") for row in item_labels])
+    return check_label_rows(init_labels, n, n_chains, "init_labels")
 
 
 @jax.jit

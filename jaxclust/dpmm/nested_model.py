@@ -21,8 +21,17 @@ from jaxclust.dpmm import nested as N
 from jaxclust.dpmm import nested_splitmerge as MH
 from jaxclust.dpmm.capacity import headroom
 from jaxclust.dpmm.chains import repair_labels
+from jaxclust.errors import InvalidInputError
 from jaxclust.transfer import to_device
-from jaxclust.validation import Int, Real, check_array, check_int, seed_from, validate_params
+from jaxclust.validation import (
+    Int,
+    Real,
+    check_array,
+    check_int,
+    check_label_rows,
+    seed_from,
+    validate_params,
+)
 
 __all__ = ["NestedDPMM"]
 
@@ -41,6 +50,14 @@ def _start(cons: Constraints, init_labels) -> np.ndarray:
     if init_labels is not None:
         return relabel(repair_labels(np.asarray(init_labels), cons)[cons.group_of])
     return relabel(np.asarray(cons.group_of))
+
+
+def _parts(starts: np.ndarray, components: np.ndarray, n: int) -> np.ndarray:
+    """Component labels (R, n) for chains that start in the classes ``starts`` (R, n): the given ``components``
+    (C, n), chain ``r`` taking row ``r % C``, each cut by class (a component the start's repair split between
+    classes becomes one per class)."""
+    rows = np.stack([components[r % len(components)] for r in range(len(starts))]).astype(np.int64)
+    return relabel(starts.astype(np.int64) * n + rows)
 
 
 def _slots(occupied: int, n: int) -> int:
@@ -187,6 +204,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     components_ : ndarray (n_chains * n_samples, n) - the component of each item in the same samples
     labels_ : ndarray (n,) - the class labelling of least Binder loss to the others
     final_labels_ : ndarray (n_chains, n) - each chain's last class labelling (a warm start for the next fit)
+    final_components_ : ndarray (n_chains, n) - each chain's last components (the same warm start's)
     n_slots_ : int - component (and class) slots per chain at the end, a compiled shape
     """
 
@@ -236,11 +254,14 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         self.anneal_from = anneal_from
         self.random_state = random_state
 
-    def fit(self, X, y=None, constraints=None, init_labels=None, n_burnin=None, thin=None) -> NestedDPMM:
+    def fit(
+        self, X, y=None, constraints=None, init_labels=None, n_burnin=None, thin=None, init_components=None
+    ) -> NestedDPMM:
         """Sample the classes of ``X`` (n, D) under ``constraints`` (a :class:`~jaxclust.Constraints`, a dict or
         ``(must_link, cannot_link)``; soft answers included). ``init_labels`` (n_chains, n) class labellings start
-        the chains when every hard answer allows them; ``n_burnin`` and ``thin`` override the parameters for this
-        fit."""
+        the chains when every hard answer allows them, with their components ``init_components`` (n_chains, n)
+        when given (e.g. a previous fit's ``final_labels_`` and ``final_components_``), else one component per
+        class; ``n_burnin`` and ``thin`` override the parameters for this fit."""
         p = validate_params(self)
         X = check_array(X, name="X", min_rows=2)
         n, D = X.shape
@@ -258,16 +279,26 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
             jnp.full(D, p["scale"] * (p["shape"] - 1.0), jnp.float32),
         )
         data = N.pad_answers(N.prepare(Xs, cons), _answer_rows(len(cons.pairs) + len(cons.answers)))
-        init = None if init_labels is None else np.atleast_2d(np.asarray(init_labels))
+        init = None if init_labels is None else check_label_rows(init_labels, n, p["n_chains"], "init_labels")
+        if init_components is not None:
+            if init is None:
+                raise InvalidInputError(
+                    "init_components: given without init_labels (the classes they sit in)"
+                )
+            init_components = check_label_rows(init_components, n, p["n_chains"], "init_components")
         starts = np.stack(
             [_start(cons, None if init is None else init[c % len(init)]) for c in range(p["n_chains"])]
         )
         if init is None:  # each item its own component, in its group's class: n slots for now
             K = n
             state = jax.vmap(lambda c: N.init(jnp.arange(n), c, data, n))(to_device(starts, np.int32))
-        else:  # a warm start: one component per class
-            K = _slots(int(starts.max()) + 1, n)
-            state = jax.vmap(lambda c: N.init(c, jnp.arange(K), data, K))(to_device(starts, np.int32))
+        else:  # a warm start: the given components (else one per class), cut where the repair moved items
+            parts = starts if init_components is None else _parts(starts, init_components, n)
+            K = _slots(int(parts.max()) + 1, n)
+            owner = np.full((len(parts), K), -1, np.int32)
+            for c, (z_c, cls_c) in enumerate(zip(parts, starts, strict=True)):
+                owner[c, z_c] = cls_c
+            state = jax.vmap(lambda z, u: N.init(z, u, data, K))(to_device(parts, np.int32), to_device(owner))
         roomy = init is None and K > _MIN_SLOTS
         n_sweeps = burn + p["n_samples"] * p["thin"]
         keys = jax.random.split(jax.random.key(seed_from(self.random_state)), (p["n_chains"], n_sweeps))
@@ -308,6 +339,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         self.samples_ = relabel(cls[:, keep].reshape(-1, n))
         self.components_ = relabel(comp[:, keep].reshape(-1, n))
         self.final_labels_ = relabel(cls[:, -1])
+        self.final_components_ = relabel(comp[:, -1])
         self.labels_ = self.samples_[least_squares_sample(self.samples_)]
         self.n_features_in_ = D
         return self

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from jaxclust import NestedDPMM
 from jaxclust.active import ActiveLearner, AnswerStore, GoldOracle, SessionStopped
 from jaxclust.errors import InvalidInputError, JaxclustWarning
 
@@ -281,3 +282,24 @@ def test_no_warning_on_an_exact_resume(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a reproduced refit does not warn
         _learner(GoldOracle(Y), store).run(X, N_Q)
+
+
+def test_a_nested_session_resumes_from_its_stored_components(tmp_path):
+    """A model of classes of components warm-starts from both; the store keeps the components, so a resumed
+    session refits exactly (no warning) and asks what the uninterrupted one asks."""
+
+    def nested():
+        return NestedDPMM(n_chains=2, n_burnin=10, n_samples=4, thin=1, n_split_merge=2, random_state=0)
+
+    opts = {"strategy": "explore", "batch_size": 1}
+    want = _asked(_learner(GoldOracle(Y), model=nested(), **opts).run(X, 6))
+    store = tmp_path / "a.jsonl"
+    with pytest.raises(Crash):
+        _learner(_crash_after(3), store, nested(), **opts).run(X, 6)
+    with AnswerStore(store) as s:
+        last = s.fits[-1]
+        assert last["warm"] and len(last["final_components"]) == 2  # one row per chain
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the refit reproduced the stored chains, components included
+        _learner(GoldOracle(Y), store, nested(), **opts).run(X, 6)
+    assert _stored(store) == want

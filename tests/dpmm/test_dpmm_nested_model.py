@@ -64,14 +64,19 @@ def test_bad_parameters_are_named(params, match):
         NestedDPMM(**params).fit(X)
 
 
-def test_more_correct_random_answers_never_make_classes_of_two_blobs_worse():
-    """Three classes, each two separated blobs (a class no single Gaussian fits): random correct answers at
-    growing budgets never lower the ARI of the class labelling, and enough of them find the classes exactly."""
+def _two_blob_classes():
     rng = np.random.default_rng(3)
     centres = np.array([[0, 0], [0, 9], [9, 0], [9, 9], [18, 0], [18, 9]], float)
     blob = np.repeat(np.arange(6), 6)
-    X6 = centres[blob] + rng.normal(scale=0.5, size=(36, 2))
+    return centres[blob] + rng.normal(scale=0.5, size=(36, 2)), blob
+
+
+def test_more_correct_random_answers_never_make_classes_of_two_blobs_worse():
+    """Three classes, each two separated blobs (a class no single Gaussian fits): random correct answers at
+    growing budgets never lower the ARI of the class labelling, and enough of them find the classes exactly."""
+    X6, blob = _two_blob_classes()
     y6 = blob // 2  # classes: blobs {0, 1}, {2, 3}, {4, 5}
+    rng = np.random.default_rng(4)
     pairs = [tuple(int(v) for v in rng.choice(36, 2, replace=False)) for _ in range(80)]
     answers = [(i, j, "must" if y6[i] == y6[j] else "cannot") for i, j in pairs]
     scores = []
@@ -81,3 +86,29 @@ def test_more_correct_random_answers_never_make_classes_of_two_blobs_worse():
         scores.append(adjusted_rand_index(y6, model.labels_))
     assert all(b >= a - 0.02 for a, b in zip(scores, scores[1:], strict=False)), scores
     assert scores[-1] == 1.0, scores
+
+
+def test_a_warm_start_keeps_the_components_it_is_given():
+    """Classes of two blobs each, warm-started from a fit's last state: with its components every sample of the
+    first sweeps has the six blobs as components; from its classes alone (one component per class) the sweeps
+    have not yet cut the classes again."""
+    X6, blob = _two_blob_classes()
+    cons = Constraints(36, must_link=[(0, 6), (12, 18), (24, 30)])
+    first = NestedDPMM(**SMALL).fit(X6, constraints=cons)
+    assert all(adjusted_rand_index(blob, z) == 1.0 for z in first.final_components_)
+    warm = {"n_burnin": 0, "thin": 1, "init_labels": first.final_labels_}
+    short = NestedDPMM(**{**SMALL, "n_split_merge": 0})
+    kept = short.fit(X6, constraints=cons, init_components=first.final_components_, **warm).components_
+    assert all(adjusted_rand_index(blob, z) == 1.0 for z in kept)
+    rebuilt = short.fit(X6, constraints=cons, **warm).components_
+    assert all(adjusted_rand_index(blob, z) < 0.6 for z in rebuilt)
+
+
+def test_init_components_are_checked():
+    X6, _ = _two_blob_classes()
+    with pytest.raises(InvalidInputError, match="init_components: given without init_labels"):
+        NestedDPMM(**SMALL).fit(X6, init_components=np.zeros(36, int))
+    with pytest.raises(
+        InvalidInputError, match=r"init_components: expected shape \(36,\) or \(n_chains, n\)"
+    ):
+        NestedDPMM(**SMALL).fit(X6, init_labels=np.zeros(36, int), init_components=np.zeros((3, 36), int))
