@@ -334,6 +334,21 @@ def _central(x: np.ndarray, idx: np.ndarray, mean: np.ndarray, var: np.ndarray) 
     return int(idx[np.argmin((((x[idx] - mean) ** 2) / var).sum(axis=1))])
 
 
+def _sampled_classes(z, classes, constraints: Constraints | None) -> tuple[np.ndarray, np.ndarray, set]:
+    """``(components, class_of, apart)`` as :func:`class_map` gives them, for a sample whose classes the model
+    drew: each component's class from ``classes`` (n,), and the class pairs a hard cannot-link keeps apart."""
+    comp, K = _relabel(np.asarray(z))
+    cls, _ = _relabel(np.asarray(classes))
+    of = np.zeros(K, np.int64)
+    of[comp] = cls
+    apart: set = set()
+    if constraints is not None:
+        for a, b in constraints.cannot_link:
+            ca, cb = int(cls[a]), int(cls[b])
+            apart.add((min(ca, cb), max(ca, cb)))
+    return comp, of, apart
+
+
 def component_questions(
     X: np.ndarray,
     z,
@@ -342,6 +357,7 @@ def component_questions(
     exclude=(),
     min_split: int = MIN_SPLIT,
     split: bool = True,
+    classes=None,
 ) -> list:
     """Up to ``k`` questions ``(i, j)`` that test beliefs no answer has tested yet, best first.
 
@@ -361,10 +377,15 @@ def component_questions(
        across them; a cannot-link would have split the component).
 
     The components here are :func:`class_map`'s units: a component split by an answer is asked about share by
-    share. Empty when every belief has been tested: the caller falls back to link entropy.
+    share. With ``classes`` (n,), the classes of the sample ``z`` as a model of classes of components sampled
+    them, the components are the sample's own and their classes those of ``classes``. Empty when every belief
+    has been tested: the caller falls back to link entropy.
     """
     X = np.asarray(X, np.float64)
-    comp, of, apart = class_map(X, z, constraints, split)[1:]
+    if classes is None:
+        comp, of, apart = class_map(X, z, constraints, split)[1:]
+    else:
+        comp, of, apart = _sampled_classes(z, classes, constraints)
     K = len(of)
     cnt, mean, var = component_statistics(X, comp, K)
     excluded = {(min(p), max(p)) for p in exclude}

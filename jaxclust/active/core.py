@@ -156,7 +156,9 @@ class Fit(NamedTuple):
     row of ``samples`` closest to the others in Binder loss; ``final`` (C, n) or None: the chains' last states,
     to warm-start the next fit; ``seed``, ``warm`` and ``n_burnin`` (the burn-in of a warm fit, else None): how
     it was made; ``final_components`` (C, n) or None: the components inside ``final``'s classes, for a model
-    whose samples are classes of components (its ``final_components_``, e.g. :class:`~jaxclust.NestedDPMM`)."""
+    whose samples are classes of components (its ``final_components_``, e.g. :class:`~jaxclust.NestedDPMM`);
+    ``classes`` (n,) or None: for such a model read as it samples (``propagation="pairs"``), the classes of the
+    sample that ``components`` comes from, so that questions can test its components' classes."""
 
     samples: np.ndarray
     components: np.ndarray
@@ -166,6 +168,7 @@ class Fit(NamedTuple):
     warm: bool
     n_burnin: int | None
     final_components: np.ndarray | None = None
+    classes: np.ndarray | None = None
 
 
 def fit_parameters(fn) -> set[str]:
@@ -241,19 +244,25 @@ def fit_model(
     samples = check_samples(model, X.shape[0])
     best = getattr(model, "labels_", None)
     components = samples[0] if best is None else np.asarray(best)
+    classes = None
     if settings.propagation != "pairs":
         samples = class_samples(X, samples, constraints, settings.propagation == "classes")
+    at = least_squares_sample(samples)
+    sampled = getattr(model, "components_", None) if getattr(model, "samples_classes", False) else None
+    if settings.propagation == "pairs" and np.shape(sampled) == samples.shape:
+        components, classes = np.asarray(sampled)[at], samples[at]  # labels_'s sample: components in classes
     final = getattr(model, "final_labels_", None)
     final_components = getattr(model, "final_components_", None)
     return Fit(
         samples,
         components,
-        np.asarray(samples[least_squares_sample(samples)]),
+        np.asarray(samples[at]),
         None if final is None else np.asarray(final),
         int(seed),
         bool(warm),
         burn,
         None if final_components is None else np.asarray(final_components),
+        classes,
     )
 
 
@@ -361,6 +370,7 @@ class SessionCore:
         those in effect), ``exclude`` pairs never to ask, ``key`` for the random strategy."""
         st = self.state
         samples, components = (st.samples, st.components) if fit is None else (fit.samples, fit.components)
+        classes = getattr(self.fit if fit is None else fit, "classes", None)
         return Round(
             samples,
             st.constraints if constraints is None else constraints,
@@ -370,7 +380,8 @@ class SessionCore:
             components=components,
             block=self.settings.block_size,
             need_entropy=need_entropy,
-            split=self.settings.propagation == "classes",
+            split=self.settings.propagation == "classes" or classes is not None,
+            classes=classes,
         )
 
     def rank(

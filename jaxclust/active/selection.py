@@ -159,7 +159,9 @@ class Round(NamedTuple):
     ``components`` (n,) the model's best sample of components; ``X`` (n, D) the data; ``exclude`` pairs never
     to ask; ``key`` the round's PRNG key (random strategy); ``need_entropy`` whether the caller wants the
     highest link entropy back (a confidence stop); ``split`` whether answers split components
-    (``propagation="classes"``; see :func:`~jaxclust.active.classes.component_questions`).
+    (``propagation="classes"``; see :func:`~jaxclust.active.classes.component_questions`); ``classes`` (n,)
+    the classes of ``components``' sample when the model samples classes of components (else None: the
+    questions derive classes from the answers).
     """
 
     samples: Any
@@ -171,6 +173,7 @@ class Round(NamedTuple):
     block: int | None = None
     need_entropy: bool = False
     split: bool = True
+    classes: Any = None
 
 
 def _top(r: Round, k: int, exclude=None):
@@ -193,7 +196,9 @@ def _pick_random(r: Round, k: int):
 
 
 def _pick_explore(r: Round, k: int):
-    pairs = component_questions(r.X, r.components, r.constraints, k, r.exclude, split=r.split)
+    pairs = component_questions(
+        r.X, r.components, r.constraints, k, r.exclude, split=r.split, classes=r.classes
+    )
     if len(pairs) >= k:
         return pairs, None  # untested beliefs remain: never "confident"
     top = _top(r, k - len(pairs), set(r.exclude) | set(pairs))

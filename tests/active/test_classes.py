@@ -287,3 +287,25 @@ def test_a_model_that_samples_classes_is_read_as_it_is_unless_told_otherwise():
     assert resolved(DPMM(**SMALL)) == "classes"
     assert resolved(NestedDPMM(), propagation="classes") == "classes"
     assert resolved(DPMM(**SMALL), propagation="pairs") == "pairs"
+
+
+def test_questions_about_a_sample_of_classes_read_its_classes_not_the_answers():
+    """A model that samples classes of components (classes {0, 1} and {2, 3} of the four blobs, held together by
+    no answer): the classes come from the sample. Blobs of one class are not asked about as a pair of classes,
+    but as a join no answer tested (each against the largest component of its class); a cannot-link across
+    the two classes tests that pair, so it is not asked again."""
+    qs = component_questions(X, BLOB, None, 4, min_split=9, classes=CLASS)
+    assert len(qs) == 3
+    assert CLASS[qs[0][0]] != CLASS[qs[0][1]]  # the one pair of classes, through its nearest components
+    assert {tuple(sorted((BLOB[i], BLOB[j]))) for i, j in qs[1:]} == {(0, 1), (2, 3)}  # the untested joins
+    _, mean, var = component_statistics(X, BLOB, 4)
+    for a in np.ravel(qs):  # each asked through its component's most central item
+        b = BLOB[a]
+        assert np.argmin((((X[BLOB == b] - mean[b]) ** 2) / var[b]).sum(axis=1)) + 8 * b == a
+    tested = component_questions(
+        X, BLOB, Constraints(32, cannot_link=[(0, 31)]), 4, min_split=9, classes=CLASS
+    )
+    assert tested == qs[1:]
+    # through the session's Round: the model's classes reach the questions
+    r = Round(np.stack([CLASS, CLASS]), None, (), X=X, components=BLOB, classes=CLASS)
+    assert pick("explore", r, 4)[0][:3] == qs  # then a component's unity (the smallest blob asked about)
