@@ -311,9 +311,13 @@ def partner_classes(data: NestedData, cls: jax.Array, inside: jax.Array, C: int)
     whose other item is there, the hard cannot-links, and the soft answers' log odds; and the number of hard
     must-links out of ``inside``."""
     a, b = inside[data.i], inside[data.j]
+    return _partners(data, a, b, cls[jnp.where(a, data.j, data.i)], C)
+
+
+def _partners(data: NestedData, a: jax.Array, b: jax.Array, oc: jax.Array, C: int):
+    """:func:`partner_classes` from, per answer (P,), whether its items are inside (``a``, ``b``) and the class
+    ``oc`` of its other item (read only where exactly one is)."""
     crossing = a != b
-    other = jnp.where(a, data.j, data.i)
-    oc = cls[other]
     hard_must = crossing & data.hard & data.must
     hard_cannot = crossing & data.hard & ~data.must
     soft = jnp.where(crossing & ~data.hard, data.weight, 0.0)
@@ -363,10 +367,9 @@ def item_conditional(i, state: NestedState, data: NestedData, prior: NestedPrior
     comp_score = lp(count, mean, scatter, x, prior) + jnp.log(count.astype(x.dtype))
     newcomp_score = lm_single + log_new + jnp.log(comps_per_class.astype(x.dtype))
     newclass_score = lm_single + log_new + jnp.log(gamma)
-    # answers: the other items' classes
-    is_i = jnp.arange(data.X.shape[0]) == i
-    cls = jnp.where(is_i, -1, u[state.z])
-    must_in, cannot_in, soft_in, n_must = partner_classes(data, cls, is_i, C)
+    # answers: the other items' classes, read for the answers about i alone (O(P), not O(n), per item)
+    a, b = data.i == i, data.j == i
+    must_in, cannot_in, soft_in, n_must = _partners(data, a, b, u[state.z[jnp.where(a, data.j, data.i)]], C)
     class_ok = (must_in == n_must) & (cannot_in == 0) & (n_class > 0)
     _, any_k = first_free(count > 0)
     _, any_c = first_free(n_class > 0)
@@ -407,20 +410,19 @@ def place_item(i, without: NestedState, choice, data: NestedData, C: int) -> Nes
     )
 
 
-def _item_move(i, carry, data: NestedData, prior: NestedPrior, alpha, gamma, C: int):
-    state, key, overflow = carry
-    key, sub = jax.random.split(key)
-    without, scores, need_slot = item_conditional(i, state, data, prior, alpha, gamma, C)
-    choice = jax.random.categorical(sub, scores)
-    return place_item(i, without, choice, data, C), key, overflow | need_slot
-
-
 def item_sweep(key, state: NestedState, data: NestedData, prior: NestedPrior, alpha, gamma, C: int):
-    """Each item in turn draws its (class, component) from its full conditional; returns ``(state, info)``."""
-    n = data.X.shape[0]
-    state, _, overflow = jax.lax.fori_loop(
-        0, n, lambda i, c: _item_move(i, c, data, prior, alpha, gamma, C), (state, key, jnp.zeros((), bool))
-    )
+    """Each item in turn draws its (class, component) from its full conditional; returns ``(state, info)``. Each
+    draw is the argmax of the log weights plus Gumbel noise, drawn for the whole sweep at once."""
+    n, K = data.X.shape[0], state.count.shape[0]
+    # one random call per sweep, not a key split and a draw per item (most of an item's cost at small D)
+    noise = jax.random.gumbel(key, (n, K + C + 1), data.X.dtype)
+
+    def move(i, carry):
+        st, overflow = carry
+        without, scores, need_slot = item_conditional(i, st, data, prior, alpha, gamma, C)
+        return place_item(i, without, jnp.argmax(scores + noise[i]), data, C), overflow | need_slot
+
+    state, overflow = jax.lax.fori_loop(0, n, move, (state, jnp.zeros((), bool)))
     return state, no_moves()._replace(overflow=overflow)
 
 
