@@ -144,8 +144,9 @@ class ActiveLearner:
     strategy : {"explore", "batch", "entropy", "naive_batch", "random"}
         See :mod:`jaxclust.active.selection`. ``"explore"`` (default) first tests what the model is sure of
         (are two components it keeps apart one class? was a component joined to its class rightly? is a large
-        component one class?), then asks the pair of
-        highest link entropy; ``"batch"`` is the batch method of Vlachos et al. (2010), the previous default.
+        component one class?), then asks the pair of highest link entropy; for a model that samples classes of
+        components (``NestedDPMM``) these are the components and classes of the sample ``labels_`` is;
+        ``"batch"`` is the batch method of Vlachos et al. (2010), the previous default.
     batch_size : int
         Questions per refit.
     min_samples : int
