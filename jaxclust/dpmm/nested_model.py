@@ -53,11 +53,10 @@ def _start(cons: Constraints, init_labels) -> np.ndarray:
 
 
 def _parts(starts: np.ndarray, components: np.ndarray, n: int) -> np.ndarray:
-    """Component labels (R, n) for chains that start in the classes ``starts`` (R, n): the given ``components``
-    (C, n), chain ``r`` taking row ``r % C``, each cut by class (a component the start's repair split between
-    classes becomes one per class)."""
-    rows = np.stack([components[r % len(components)] for r in range(len(starts))]).astype(np.int64)
-    return relabel(starts.astype(np.int64) * n + rows)
+    """Component labels (R, n) for chains that start in the classes ``starts`` (R, n) from the given
+    ``components`` (R, n, any integers), each cut by class (a component the start's repair split between classes
+    becomes one per class)."""
+    return relabel(starts.astype(np.int64) * n + relabel(components))
 
 
 def _slots(occupied: int, n: int) -> int:
@@ -286,9 +285,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
                     "init_components: given without init_labels (the classes they sit in)"
                 )
             init_components = check_label_rows(init_components, n, p["n_chains"], "init_components")
-        starts = np.stack(
-            [_start(cons, None if init is None else init[c % len(init)]) for c in range(p["n_chains"])]
-        )
+        starts = np.stack([_start(cons, None if init is None else init[c]) for c in range(p["n_chains"])])
         if init is None:  # each item its own component, in its group's class: n slots for now
             K = n
             state = jax.vmap(lambda c: N.init(jnp.arange(n), c, data, n))(to_device(starts, np.int32))

@@ -104,6 +104,18 @@ def test_a_warm_start_keeps_the_components_it_is_given():
     assert all(adjusted_rand_index(blob, z) < 0.6 for z in rebuilt)
 
 
+def test_the_labels_of_init_components_are_any_integers():
+    """Components named by any integers (negative, beyond n) start the chains as their relabelling does, even where
+    a label minus n equals another class's label."""
+    X6, blob = _two_blob_classes()
+    odd = blob.copy()
+    odd[blob == 0], odd[blob == 2] = 35, -1  # blob 0 in class 0, blob 2 in class 1: 0 * 36 + 35 == 1 * 36 - 1
+    warm = {"n_burnin": 0, "thin": 1, "init_labels": blob // 2}
+    short = NestedDPMM(**{**SMALL, "n_split_merge": 0})
+    a = short.fit(X6, init_components=odd, **warm).components_
+    np.testing.assert_array_equal(a, short.fit(X6, init_components=blob, **warm).components_)
+
+
 def test_init_components_are_checked():
     X6, _ = _two_blob_classes()
     with pytest.raises(InvalidInputError, match="init_components: given without init_labels"):
