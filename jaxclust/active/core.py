@@ -102,6 +102,16 @@ class SessionSettings:
             burn = max(10, int(full if full is not None else 50) // 5)
         return int(burn)
 
+    def split_merge_for(self, model) -> int | None:
+        """Metropolis-Hastings proposals of each kind per sweep of a warm refit, for a model whose ``fit`` takes
+        ``n_split_merge`` (:class:`~jaxclust.NestedDPMM`): a quarter of the model's own (at least one, none when
+        it has none). A warm refit starts near the last fit's posterior; the proposals that move whole classes
+        and components are what a refit costs (``benchmarks/RESULTS.md``). None for other models."""
+        if "n_split_merge" not in fit_parameters(model.fit):
+            return None
+        full = int(getattr(model, "n_split_merge", 0) or 0)
+        return min(full, max(1, full // 4))
+
     def digest(self, model, base_seed: int) -> str:
         """Digest of everything that shapes a session's questions; a stored fit is reused only when it matches."""
         params = model.get_params(deep=False) if hasattr(model, "get_params") else {}
@@ -120,6 +130,9 @@ class SessionSettings:
             "model": type(model).__qualname__,
             "params": repr(sorted((k, v) for k, v in params.items() if k != "random_state")),
         }
+        split = self.split_merge_for(model)
+        if split is not None:  # only models that take it: the digests of the others are unchanged
+            desc["warm_split_merge"] = split
         return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -238,6 +251,8 @@ def fit_model(
         takes = fit_parameters(model.fit)
         if "thin" in takes:
             kwargs["thin"] = settings.warm_thin
+        if "n_split_merge" in takes:
+            kwargs["n_split_merge"] = settings.split_merge_for(model)
         if warm_components is not None and "init_components" in takes:
             kwargs["init_components"] = np.asarray(warm_components)
     model.fit(X, **kwargs)

@@ -163,7 +163,9 @@ class ActiveLearner:
         Start each refit from the previous chains' final states (see the module docstring).
     warm_burnin : int or None
         Burn-in sweeps of a warm refit; default ``max(10, model.n_burnin // 5)`` (10 when the model's
-        ``n_burnin`` is ``None``, i.e. its own default).
+        ``n_burnin`` is ``None``, i.e. its own default). A model whose ``fit`` takes ``n_split_merge``
+        (:class:`~jaxclust.NestedDPMM`) also makes a quarter of its own proposals per sweep in a warm refit
+        (:meth:`~jaxclust.active.core.SessionSettings.split_merge_for`).
     warm_thin : int
         Sweeps between the kept samples of a warm refit (for a model whose ``fit`` takes ``thin``, e.g.
         :class:`~jaxclust.DPMM` and :class:`~jaxclust.NestedDPMM`); default 1: a warm refit of ``DPMM()`` runs

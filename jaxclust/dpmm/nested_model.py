@@ -254,13 +254,22 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(
-        self, X, y=None, constraints=None, init_labels=None, n_burnin=None, thin=None, init_components=None
+        self,
+        X,
+        y=None,
+        constraints=None,
+        init_labels=None,
+        n_burnin=None,
+        thin=None,
+        init_components=None,
+        n_split_merge=None,
     ) -> NestedDPMM:
         """Sample the classes of ``X`` (n, D) under ``constraints`` (a :class:`~jaxclust.Constraints`, a dict or
         ``(must_link, cannot_link)``; soft answers included). ``init_labels`` (n_chains, n) class labellings start
         the chains when every hard answer allows them, with their components ``init_components`` (n_chains, n)
         when given (e.g. a previous fit's ``final_labels_`` and ``final_components_``), else one component per
-        class; ``n_burnin`` and ``thin`` override the parameters for this fit."""
+        class; ``n_burnin``, ``thin`` and ``n_split_merge`` override the parameters for this fit (a session's warm
+        refits run fewer sweeps and proposals than a first fit)."""
         p = validate_params(self)
         X = check_array(X, name="X", min_rows=2)
         n, D = X.shape
@@ -269,6 +278,8 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         burn = p["n_burnin"] if n_burnin is None else check_int(n_burnin, "n_burnin", minimum=0)
         if thin is not None:
             p["thin"] = check_int(thin, "thin", minimum=1)
+        if n_split_merge is not None:
+            p["n_split_merge"] = check_int(n_split_merge, "n_split_merge", minimum=0)
         std = X.std(0)
         Xs = (X - X.mean(0)) / np.where(std > 0, std, 1.0)
         prior = N.NestedPrior(

@@ -160,3 +160,26 @@ def test_both_drivers_fit_with_the_cores_seed_rule(tmp_path):
         assert [c["seed"] for c in calls] == [4 + FIT_SEED_STRIDE * k for k in range(3)]
         assert calls[0]["init"] is None and all(c["init"] is not None for c in calls[1:])
         assert team.n_fits == 3 and team.labels_ is team.core.labels
+
+
+class Proposing(Recording):
+    """A stand-in whose ``fit`` takes ``n_split_merge``, as ``NestedDPMM``'s does."""
+
+    def __init__(self, n_split_merge=20, **kw):
+        super().__init__(**kw)
+        self.n_split_merge = n_split_merge
+
+    def fit(self, X, constraints=None, init_labels=None, n_burnin=None, n_split_merge=None):
+        self.calls.append({"split_merge": n_split_merge})
+        return super().fit(X, constraints=constraints, init_labels=init_labels, n_burnin=n_burnin)
+
+
+@pytest.mark.parametrize(("full", "warm"), [(20, 5), (3, 1), (1, 1), (0, 0)])
+def test_a_warm_refit_runs_a_quarter_of_the_models_split_merge_proposals(full, warm):
+    model = Proposing(n_split_merge=full)
+    core = SessionCore(SessionSettings(), model, X, Constraints(len(X)), 11)
+    for _ in range(3):
+        core.install(core.draw())
+    asked = [c["split_merge"] for c in model.calls if "split_merge" in c]
+    assert asked == [None, warm, warm]  # the first fit is the model's own
+    assert SessionSettings().split_merge_for(Recording()) is None  # a fit without the parameter gets none

@@ -52,6 +52,20 @@ def test_thin_given_to_fit_is_the_constructors_thin():
         NestedDPMM(**SMALL).fit(X, thin=0)
 
 
+def test_n_split_merge_given_to_fit_is_the_constructors():
+    # no structure: many labellings are likely, so the number of proposals changes the draws
+    Z = np.random.default_rng(1).normal(size=(18, 2))
+    kw = {**SMALL, "scale": 0.5, "n_burnin": 10}
+    cons = Constraints(18, must_link=[(0, 6)])
+    a = NestedDPMM(**kw).fit(Z, constraints=cons, n_split_merge=2)
+    b = NestedDPMM(**{**kw, "n_split_merge": 2}).fit(Z, constraints=cons)
+    c = NestedDPMM(**kw).fit(Z, constraints=cons)
+    np.testing.assert_array_equal(a.components_, b.components_)
+    assert not np.array_equal(a.components_, c.components_)  # the override is used, not dropped
+    with pytest.raises(InvalidInputError, match="n_split_merge"):
+        NestedDPMM(**SMALL).fit(X, n_split_merge=-1)
+
+
 @pytest.mark.parametrize(
     ("params", "match"),
     [
