@@ -106,11 +106,12 @@ class SessionSettings:
         """Metropolis-Hastings proposals of each kind per sweep of a warm refit, for a model whose ``fit`` takes
         ``n_split_merge`` (:class:`~jaxclust.NestedDPMM`): a quarter of the model's own (at least one, none when
         it has none). A warm refit starts near the last fit's posterior; the proposals that move whole classes
-        and components are what a refit costs (``benchmarks/RESULTS.md``). None for other models."""
-        if "n_split_merge" not in fit_parameters(model.fit):
+        and components are what a refit costs (``benchmarks/RESULTS.md``). None (the model's own number) for
+        other models and for one that does not say its number."""
+        full = getattr(model, "n_split_merge", None)
+        if full is None or "n_split_merge" not in fit_parameters(model.fit):
             return None
-        full = int(getattr(model, "n_split_merge", 0) or 0)
-        return min(full, max(1, full // 4))
+        return min(int(full), max(1, int(full) // 4))
 
     def digest(self, model, base_seed: int) -> str:
         """Digest of everything that shapes a session's questions; a stored fit is reused only when it matches."""

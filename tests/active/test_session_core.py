@@ -183,3 +183,6 @@ def test_a_warm_refit_runs_a_quarter_of_the_models_split_merge_proposals(full, w
     asked = [c["split_merge"] for c in model.calls if "split_merge" in c]
     assert asked == [None, warm, warm]  # the first fit is the model's own
     assert SessionSettings().split_merge_for(Recording()) is None  # a fit without the parameter gets none
+    silent = Proposing()
+    del silent.n_split_merge  # takes the parameter but does not say its number: its own is kept, not set to 0
+    assert SessionSettings().split_merge_for(silent) is None
