@@ -8,12 +8,14 @@ exact samples (``propagation="pairs"``, its default for this model).
 
 from __future__ import annotations
 
-from functools import partial
+import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.cluster import KMeans
+from sklearn.exceptions import ConvergenceWarning
 
 from jaxclust.coclustering import least_squares_sample, relabel
 from jaxclust.constraints import Constraints, as_constraints
@@ -29,6 +31,7 @@ from jaxclust.validation import (
     check_array,
     check_int,
     check_label_rows,
+    reject_constraints_as_y,
     seed_from,
     validate_params,
 )
@@ -44,12 +47,22 @@ def _answers(cons: Constraints | None) -> list[tuple]:
 
 def _start(cons: Constraints, init_labels) -> np.ndarray:
     """A chain's starting classes: ``init_labels`` repaired to keep every hard answer (a must-linked group takes
-    its first item's class, a group cannot-linked to an earlier one in its class moves to another) when given,
-    else one class per must-linked group. (Starting from few classes, e.g. a colouring of the groups, mixes far
-    worse: the sweeps then have to cut one class that holds most items.)"""
-    if init_labels is not None:
-        return relabel(repair_labels(np.asarray(init_labels), cons)[cons.group_of])
-    return relabel(np.asarray(cons.group_of))
+    its first item's class, a group cannot-linked to an earlier one in its class moves to another)."""
+    return relabel(repair_labels(np.asarray(init_labels), cons)[cons.group_of])
+
+
+def _kmeans_starts(Xs: np.ndarray, n_chains: int, seed: int) -> np.ndarray:
+    """Cold starts (n_chains, n): a k-means partition of the standardised ``Xs`` (n, D) into ``min(n,
+    _START_CLASSES)`` parts per chain, each chain from its own seeding. Many small parts that follow the data start
+    the chains near where a DP mixture's components settle, in few slots: a start with every item its own
+    component needs ``n`` slots, and its first sweeps cost ``O(n^2)`` and a compiled program of their own."""
+    k = min(len(Xs), _START_CLASSES)
+    seeds = np.random.default_rng(seed).integers(2**31 - 1, size=n_chains)
+    with warnings.catch_warnings():  # fewer distinct rows than k: some parts stay empty, which relabel drops
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return np.stack(
+            [relabel(KMeans(k, n_init=1, max_iter=20, random_state=int(s)).fit_predict(Xs)) for s in seeds]
+        )
 
 
 def _parts(starts: np.ndarray, components: np.ndarray, n: int) -> np.ndarray:
@@ -82,26 +95,6 @@ def _temper(sweep: int, n_burnin: int, start: float | None) -> float:
     return float(start ** (1.0 - sweep / ramp))
 
 
-def _compact(state: N.NestedState, K: int) -> N.NestedState:
-    """``state`` (chains, ...) with its occupied components and their classes moved to the first of ``K`` slots
-    (the partition unchanged): fewer slots once the chains have left a start with many components."""
-    z, u, count = np.asarray(state.z), np.asarray(state.u), np.asarray(state.count)
-    mean, scatter = np.asarray(state.mean), np.asarray(state.scatter)
-    R, D = len(z), mean.shape[-1]
-    out = (np.zeros_like(z), np.full((R, K), -1, u.dtype), np.zeros((R, K), count.dtype))
-    stats = (np.zeros((R, K, D), mean.dtype), np.zeros((R, K, D), scatter.dtype))
-    for r in range(R):
-        occ = np.flatnonzero(count[r] > 0)
-        rank = np.zeros(len(count[r]), np.int64)
-        rank[occ] = np.arange(len(occ))
-        out[0][r] = rank[z[r]]
-        out[1][r, : len(occ)] = relabel(u[r, occ])
-        out[2][r, : len(occ)] = count[r, occ]
-        stats[0][r, : len(occ)] = mean[r, occ]
-        stats[1][r, : len(occ)] = scatter[r, occ]
-    return N.NestedState(*(to_device(a) for a in out + stats))
-
-
 def _pad(state: N.NestedState, K: int) -> N.NestedState:
     """``state`` (chains, ...) with ``K`` component and class slots (the new ones empty)."""
     extra = K - state.u.shape[-1]
@@ -122,14 +115,18 @@ def _pad(state: N.NestedState, K: int) -> N.NestedState:
 _BLOCK = 10
 # the fewest slots a chain gets (a compiled shape)
 _MIN_SLOTS = 16
+# the parts of a cold start (a chain's first classes, one component each): they fit the fewest slots with a quarter
+# to spare, so a first fit and the warm refits after it share a compiled shape where the chains stay that small
+_START_CLASSES = 12
 # the fewest rows of answers (a compiled shape): a padded row costs an item move little, a new shape a compile
 _MIN_ANSWER_ROWS = 128
 
 
-@partial(jax.jit, static_argnums=6)
+@jax.jit
 def _run_block(state, keys, data, prior, alpha, gamma, n_split_merge):
     """Sweeps of every chain, one per key (chains, B): ``(state, (classes, components, overflow))``, the labels
-    (chains, B, n) after each sweep and whether a chain lacked a slot (chains,)."""
+    (chains, B, n) after each sweep and whether a chain lacked a slot (chains,). ``n_split_merge`` is traced, so a
+    session's first fit and its warm refits (fewer proposals) share a compiled program."""
     C = state.u.shape[-1]
 
     def sweep(carry, key):
@@ -167,22 +164,24 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     precision, so a component's expected variance is ``scale`` times a column's (the defaults are
     :class:`~jaxclust.DPMM`'s).
 
-    Each chain starts with every item its own component and one class per must-linked group; a warm start
-    (``init_labels``, e.g. a previous fit's ``final_labels_``) starts from those classes, repaired to keep every
-    hard answer, with one component per class. With ``anneal_from`` (and no ``init_labels``), the first half of
-    the burn-in is annealed: the likelihood is raised to a power that rises geometrically from ``anneal_from`` to
-    1, block by block, which lets the chains merge the start's many small classes; the rest of the burn-in and
-    every kept sample are drawn from the model itself. It is off by default: it helps where the chains otherwise
-    keep too many classes and hurts where the merged classes must split again (measurements in the project's
-    experiments, "Answers that compose").
+    Each chain starts from a k-means partition of the standardised items into 12 parts (or ``n``), each chain
+    from its own seeding (drawn from ``random_state``), each part a class of one component, repaired to keep every
+    hard answer (a must-linked group takes its first item's part; a group cannot-linked to an earlier one in its
+    part moves to another). A warm start (``init_labels``, e.g. a previous fit's ``final_labels_``) starts from
+    those classes, repaired the same way, with one component per class (or ``init_components``). With
+    ``anneal_from`` (and no ``init_labels``), the first half of the burn-in is annealed: the likelihood is raised
+    to a power that rises geometrically from ``anneal_from`` to 1, block by block, which flattens the posterior
+    the chains start in; the rest of the burn-in and every kept sample are drawn from the model itself. It is off
+    by default (measured with an earlier start, of every item its own component: it helped where the chains kept
+    too many classes and hurt where the merged classes had to split again; the project's experiments, "Answers
+    that compose").
 
-    Slots: ``K`` component and as many class slots, a compiled shape. The cold start holds ``n`` for its first 10
-    sweeps, then the chains' largest number of components plus a quarter, rounded up to a power of two (at least
-    16); a warm start begins there. ``K`` doubles when the chains use more than three quarters of it, and when a
-    chain runs short the block of sweeps that ran short is redone with twice the slots and the same keys, so no
-    kept sample comes from a truncated sampler. The answers are padded to a power of two of rows (the must-linked
-    groups are laid out in arrays of ``n``), so the fits of a session share a few compiled programs. A sweep
-    costs ``O(n K D)``.
+    Slots: ``K`` component and as many class slots, a compiled shape: the start's components plus a quarter,
+    rounded up to a power of two (at least 16, at most ``n``). ``K`` doubles when the chains use more than three
+    quarters of it, and when a chain runs short the block of sweeps that ran short is redone with twice the slots
+    and the same keys, so no kept sample comes from a truncated sampler. The answers are padded to a power of two
+    of rows (the must-linked groups are laid out in arrays of ``n``) and the number of proposals is not part of the
+    compiled shape, so the fits of a session share a few compiled programs. A sweep costs ``O(n K D)``.
 
     Parameters
     ----------
@@ -271,6 +270,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         class; ``n_burnin``, ``thin`` and ``n_split_merge`` override the parameters for this fit (a session's warm
         refits run fewer sweeps and proposals than a first fit)."""
         p = validate_params(self)
+        reject_constraints_as_y(y, "NestedDPMM.fit", "pass them as constraints=")
         X = check_array(X, name="X", min_rows=2)
         n, D = X.shape
         cons = as_constraints(constraints, n, where="NestedDPMM.fit")
@@ -296,25 +296,24 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
                     "init_components: given without init_labels (the classes they sit in)"
                 )
             init_components = check_label_rows(init_components, n, p["n_chains"], "init_components")
-        starts = np.stack([_start(cons, None if init is None else init[c]) for c in range(p["n_chains"])])
-        if init is None:  # each item its own component, in its group's class: n slots for now
-            K = n
-            state = jax.vmap(lambda c: N.init(jnp.arange(n), c, data, n))(to_device(starts, np.int32))
-        else:  # a warm start: the given components (else one per class), cut where the repair moved items
-            parts = starts if init_components is None else _parts(starts, init_components, n)
-            K = _slots(int(parts.max()) + 1, n)
-            owner = np.full((len(parts), K), -1, np.int32)
-            for c, (z_c, cls_c) in enumerate(zip(parts, starts, strict=True)):
-                owner[c, z_c] = cls_c
-            state = jax.vmap(lambda z, u: N.init(z, u, data, K))(to_device(parts, np.int32), to_device(owner))
-        roomy = init is None and K > _MIN_SLOTS
+        cold = init is None
+        if cold:
+            init = _kmeans_starts(Xs, p["n_chains"], seed_from(self.random_state))
+        starts = np.stack([_start(cons, init[c]) for c in range(p["n_chains"])])
+        # the given components (else one per class), cut where the repair moved items
+        parts = starts if init_components is None else _parts(starts, init_components, n)
+        K = _slots(int(parts.max()) + 1, n)
+        owner = np.full((len(parts), K), -1, np.int32)
+        for c, (z_c, cls_c) in enumerate(zip(parts, starts, strict=True)):
+            owner[c, z_c] = cls_c
+        state = jax.vmap(lambda z, u: N.init(z, u, data, K))(to_device(parts, np.int32), to_device(owner))
         n_sweeps = burn + p["n_samples"] * p["thin"]
         keys = jax.random.split(jax.random.key(seed_from(self.random_state)), (p["n_chains"], n_sweeps))
         cls, comp = [], []
         for lo in range(0, n_sweeps, _BLOCK):
             block = keys[:, lo : lo + _BLOCK]
             while True:
-                temper = jnp.float32(_temper(lo, burn, None if init is not None else p["anneal_from"]))
+                temper = jnp.float32(_temper(lo, burn, p["anneal_from"] if cold else None))
                 out, (c_b, z_b, overflow) = _run_block(
                     state,
                     block,
@@ -322,7 +321,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
                     prior._replace(temper=temper),
                     p["alpha"],
                     p["gamma"],
-                    p["n_split_merge"],
+                    jnp.int32(p["n_split_merge"]),
                 )
                 if not bool(jnp.any(overflow)):
                     break
@@ -332,12 +331,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
             cls.append(np.asarray(c_b))
             comp.append(np.asarray(z_b))
             occupied = int(jnp.max(jnp.sum(state.count > 0, -1)))
-            if roomy:  # the chains have left the start's n slots: keep what they use (once)
-                roomy = False
-                if _slots(occupied, n) < K:
-                    K = _slots(occupied, n)
-                    state = _compact(state, K)
-            elif occupied + headroom(K) > K and K < n and lo + _BLOCK < n_sweeps:
+            if occupied + headroom(K) > K and K < n and lo + _BLOCK < n_sweeps:
                 K = max(_slots(occupied, n), min(n, 2 * K))
                 state = _pad(state, K)
         keep = slice(burn + p["thin"] - 1, None, p["thin"])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from jaxclust import Constraints, NestedDPMM
-from jaxclust.errors import InvalidInputError
+from jaxclust.errors import ConstraintError, InvalidInputError
 from jaxclust.metrics.partition import adjusted_rand_index
 
 CENTRES = np.array([[0.0, 0.0], [12.0, 0.0], [0.0, 12.0]])
@@ -22,6 +22,22 @@ def test_separated_blobs_are_found_from_the_default_start():
     model = NestedDPMM(**SMALL).fit(X)
     assert adjusted_rand_index(Y, model.labels_) == 1.0
     assert model.samples_.shape == (10, 18) and model.final_labels_.shape == (2, 18)
+
+
+def test_a_cold_start_takes_the_fewest_slots_not_one_per_item():
+    """600 items in three blobs: the chains start from k-means parts (12 at most), so the first fit runs in the
+    fewest slots (16), where a start of one component per item needs 600, and still finds the blobs and keeps the
+    answers."""
+    rng = np.random.default_rng(1)
+    y = np.repeat(np.arange(3), 200)
+    x = CENTRES[y] + rng.normal(scale=0.5, size=(600, 2))
+    cons = Constraints(600, must_link=[(0, 199), (200, 399)], cannot_link=[(0, 400), (199, 200)])
+    model = NestedDPMM(n_chains=2, n_burnin=20, n_samples=2, thin=1, scale=0.01, random_state=0)
+    model.fit(x, constraints=cons)
+    assert model.n_slots_ == 16
+    for cls in model.samples_:
+        assert not cons.check_assignment(cls)
+    assert adjusted_rand_index(y, model.labels_) == 1.0
 
 
 def test_a_must_link_across_two_blobs_makes_one_class_of_two_components():
@@ -76,6 +92,11 @@ def test_n_split_merge_given_to_fit_is_the_constructors():
 def test_bad_parameters_are_named(params, match):
     with pytest.raises(InvalidInputError, match=match):
         NestedDPMM(**params).fit(X)
+
+
+def test_answers_passed_where_y_goes_are_refused_not_ignored():
+    with pytest.raises(ConstraintError, match=r"y: NestedDPMM.fit got constraints .*constraints="):
+        NestedDPMM(**SMALL).fit(X, Constraints(18, cannot_link=[(0, 1)]))
 
 
 def _two_blob_classes():
