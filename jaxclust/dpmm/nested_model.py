@@ -172,9 +172,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     ``anneal_from`` (and no ``init_labels``), the first half of the burn-in is annealed: the likelihood is raised
     to a power that rises geometrically from ``anneal_from`` to 1, block by block, which flattens the posterior
     the chains start in; the rest of the burn-in and every kept sample are drawn from the model itself. It is off
-    by default (measured with an earlier start, of every item its own component: it helped where the chains kept
-    too many classes and hurt where the merged classes had to split again; the project's experiments, "Answers
-    that compose").
+    by default: the flattened posterior lets the chains merge classes that must split again later.
 
     Slots: ``K`` component and as many class slots, a compiled shape: the start's components plus a quarter,
     rounded up to a power of two (at least 16, at most ``n``). ``K`` doubles when the chains use more than three
