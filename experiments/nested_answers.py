@@ -6,11 +6,12 @@ with its defaults; the clustering is its ``labels_``, the class labelling of lea
 samples. Written: ``nested_answers.json`` (ARI and
 number of classes per set, budget and seed) and ``nested_answers.png`` in ``--out``.
 
-``NestedDPMM``'s defaults (``--param NAME=VALUE`` sets others): columns standardised; each component's prior mean
-0, ``kappa = 0.05``, ``shape = 2``, ``scale = 0.5`` (a component's expected variance half a column's), ``alpha = 1``
+``NestedDPMM``'s defaults (``--param NAME=VALUE`` sets others): columns standardised, each value standing for the
+interval of its column's step (the median gap between its distinct values); each component's prior mean 0,
+``kappa = 0.05``, ``shape = 2``, ``scale = 0.5`` (a component's expected variance half a column's), ``alpha = 1``
 and ``gamma`` (see its docstring); 4 chains of 150 iterations (an item sweep, a component sweep, 20 proposals each
-of class split-merge, component split-merge and group moves), 100 burn-in, every 5th kept; the chains start with
-each item its own component and each must-linked group its own class.
+of class split-merge, component split-merge and group moves), 100 burn-in, every 5th kept; each chain starts from
+a k-means partition into 12 parts, repaired to keep the hard answers.
 
     python experiments/nested_answers.py --out experiments/results/nested_answers --seeds 0 1 2
 

@@ -37,6 +37,7 @@ __all__ = [
     "Options",
     "Function",
     "PerKey",
+    "Reals",
     "validate_params",
 ]
 
@@ -354,6 +355,25 @@ class PerKey(NamedTuple):
             return value
         self.rule.check(value)
         return value
+
+
+class Reals(NamedTuple):
+    """A value under the :class:`Real` ``rule``, or a 1-d array of such values (e.g. one per column); returned
+    as a float or a float64 array, each value checked (``rule.none``: or None). The array's length is the
+    caller's to check against the data."""
+
+    rule: Real
+
+    def want(self) -> str:
+        return f"{self.rule.want()}, or a 1-d array of them"
+
+    def check(self, value: Any) -> Any:
+        if value is None or isinstance(value, numbers.Real | np.integer | np.floating):
+            return self.rule.check(value)
+        arr = np.asarray(value)
+        if arr.ndim != 1 or arr.dtype.kind not in "iuf":
+            raise ValueError
+        return np.array([self.rule.check(v) for v in arr.tolist()], np.float64)
 
 
 def check_rule(rule: Any, value: Any, name: str) -> Any:

@@ -152,6 +152,20 @@ def test_declared_hyperparameters_are_checked_and_named_as_spelled():
         assert str(info.value) == message
 
 
+def test_a_number_or_an_array_of_numbers_each_checked():
+    from jaxclust.validation import Real, Reals, check_rule
+
+    rule = Reals(Real(0.0, none=True))
+    assert check_rule(rule, None, "step") is None and check_rule(rule, 2, "step") == 2.0
+    got = check_rule(rule, [0, 0.5], "step")
+    assert got.dtype == np.float64 and got.tolist() == [0.0, 0.5]
+    for bad in ([0.1, -1.0], [[0.1]], [True, False], ["a"], [0.1, np.nan], "0.1"):
+        with pytest.raises(
+            InvalidInputError, match=r"step: expected None or a finite number >= 0.0, or a 1-d"
+        ):
+            check_rule(rule, bad, "step")
+
+
 def test_every_declared_hyperparameter_is_a_constructor_argument():
     import importlib
     import inspect

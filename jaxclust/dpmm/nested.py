@@ -7,7 +7,9 @@ The model (diagonal Gaussian, every dimension ``d`` independent):
   ``p(z, u) = Γ(α)/Γ(α+N) α^K Π_k Γ(n_k) · Γ(γ)/Γ(γ+K) γ^{#classes} Π_c Γ(m_c)`` (``K`` components, ``m_c`` of
   them in class ``c``): without answers the components are exactly those of a DP mixture;
 * each component ``k`` has a precision ``λ_kd ~ Gamma(shape, rate_d)`` and a mean ``μ_kd ~ N(mean_d, 1/(kappa
-  λ_kd))``; each of its items is ``x_id ~ N(μ_kd, 1/λ_kd)``.
+  λ_kd))``; each of its items is ``x_id ~ N(μ_kd, 1/λ_kd)``, a value rounded to a step ``h_d`` weighing the
+  geometric mean of that density over its interval, ``N(x_id | μ_kd, 1/λ_kd) exp(-λ_kd h_d²/24)``
+  (``NestedPrior.rounding`` ``h_d²/12``; 0: the density itself).
 
 Nothing but the answers ties components into classes: the data say which items share a Gaussian shape, the
 answers which shapes share a class. Unlike the infinite mixture of infinite Gaussian mixtures of Yerebakan, Rajwa
@@ -84,13 +86,16 @@ class NestedPrior(NamedTuple):
     """Each component's Normal-Gamma prior: ``mean`` (D,), ``kappa`` (the precision of a component's mean, in
     units of its own precision), ``shape`` and ``rate`` (D,) of its precision; ``temper`` τ in (0, 1], the power
     of the likelihood (each item's Gaussian raised to τ, so an item weighs τ of one in its component's marginal;
-    1 is the model)."""
+    1 is the model); ``rounding`` (D,) or scalar, the variance ``h²/12`` of a value rounded to a step ``h``:
+    each item's likelihood is the geometric mean of its Gaussian over ``[x - h/2, x + h/2]``, ``N(x | μ, 1/λ)
+    exp(-λ h²/24)`` (0: the density at ``x``)."""
 
     mean: jax.Array
     kappa: jax.Array
     shape: jax.Array
     rate: jax.Array
     temper: jax.Array | float = 1.0
+    rounding: jax.Array | float = 0.0
 
 
 class NestedData(NamedTuple):
@@ -126,14 +131,14 @@ class NestedState(NamedTuple):
 # --- the marginal likelihood ----------------------------------------------------------------------------------------
 def component_log_marginal(count, mean, scatter, prior: NestedPrior) -> jax.Array:
     """``ln p(x of a component)`` (...,) from its ``count`` (...,), ``mean`` and centred ``scatter`` (..., D), the
-    mean and precision integrated out (the Normal-Gamma marginal, each item's Gaussian raised to τ). An empty
-    component gives 0."""
-    m0, k0, a0, b0, tau = (jnp.asarray(p, mean.dtype) for p in prior)  # in the data's precision
+    mean and precision integrated out (the Normal-Gamma marginal, each item's Gaussian raised to τ, its rounding
+    adding ``h²/12`` to the scatter per item). An empty component gives 0."""
+    m0, k0, a0, b0, tau, h2 = (jnp.asarray(p, mean.dtype) for p in prior)  # in the data's precision
     v = tau * count.astype(mean.dtype)[..., None]
     k_n = k0 + v
     a_n = a0 + 0.5 * v
     y = mean - m0
-    b_n = b0 + 0.5 * (tau * scatter + k0 * v * y * y / k_n)
+    b_n = b0 + 0.5 * (tau * scatter + v * h2 + k0 * v * y * y / k_n)
     per_dim = (
         -0.5 * v * _LOG_2PI
         + a0 * jnp.log(b0)
@@ -150,15 +155,15 @@ def component_log_predictive(count, mean, scatter, x, prior: NestedPrior) -> jax
     its marginal without (:func:`component_log_marginal`), in one pass (the Student-t predictive; an empty
     component gives the prior predictive). The terms of the count alone are computed once per component, not per
     dimension, when ``shape`` and ``kappa`` are scalars: this is the inner loop of every move that places items."""
-    m0, k0, a0, b0, tau = (jnp.asarray(p, mean.dtype) for p in prior)
+    m0, k0, a0, b0, tau, h2 = (jnp.asarray(p, mean.dtype) for p in prior)
     v = tau * count.astype(mean.dtype)[..., None]
     k_n = k0 + v
     a_n = a0 + 0.5 * v
     y = mean - m0
-    b_n = b0 + 0.5 * (tau * scatter + k0 * v * y * y / k_n)
+    b_n = b0 + 0.5 * (tau * scatter + v * h2 + k0 * v * y * y / k_n)
     r = x - (m0 + v * y / k_n)  # from the posterior mean of the component's mean
     k_1 = k_n + tau
-    b_1 = b_n + 0.5 * tau * k_n * r * r / k_1
+    b_1 = b_n + 0.5 * tau * (k_n * r * r / k_1 + h2)
     of_count = gammaln(a_n + 0.5 * tau) - gammaln(a_n) + 0.5 * jnp.log(k_n / k_1) - 0.5 * tau * _LOG_2PI
     per_dim = jnp.sum(a_n * jnp.log(b_n) - (a_n + 0.5 * tau) * jnp.log(b_1), -1)
     return per_dim + jnp.sum(of_count, -1) * (mean.shape[-1] if of_count.shape[-1] == 1 else 1)

@@ -28,6 +28,7 @@ from jaxclust.transfer import to_device
 from jaxclust.validation import (
     Int,
     Real,
+    Reals,
     check_array,
     check_int,
     check_label_rows,
@@ -49,6 +50,18 @@ def _start(cons: Constraints, init_labels) -> np.ndarray:
     """A chain's starting classes: ``init_labels`` repaired to keep every hard answer (a must-linked group takes
     its first item's class, a group cannot-linked to an earlier one in its class moves to another)."""
     return relabel(repair_labels(np.asarray(init_labels), cons)[cons.group_of])
+
+
+def _column_steps(X: np.ndarray) -> np.ndarray:
+    """Each column's step (D,): the median gap between its consecutive distinct values (0 for a column of one
+    value). The step of a column of counts or of values rounded to two decimals is its rounding; that of a
+    continuous column is a sliver of its spread."""
+    steps = np.zeros(X.shape[1])
+    for d in range(X.shape[1]):
+        gaps = np.diff(np.unique(X[:, d]))
+        if len(gaps):
+            steps[d] = np.median(gaps)
+    return steps
 
 
 def _kmeans_starts(Xs: np.ndarray, n_chains: int, seed: int) -> np.ndarray:
@@ -159,10 +172,17 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     ``n_split_merge`` Metropolis-Hastings proposals of each kind: splits and merges of whole classes, of
     components inside a class, and moves of a whole must-linked group to another class.
 
-    Columns are standardised. The prior of a component: mean 0; ``kappa`` (component means spread over about
-    ``1/sqrt(kappa)`` within-component standard deviations); a Gamma(``shape``, ``scale * (shape - 1)``)
-    precision, so a component's expected variance is ``scale`` times a column's (the defaults are
-    :class:`~jaxclust.DPMM`'s).
+    Columns are standardised; a column of one value tells no items apart and is left out. The prior of a
+    component: mean 0; ``kappa`` (component means spread over about ``1/sqrt(kappa)`` within-component standard
+    deviations); a Gamma(``shape``, ``scale * (shape - 1)``) precision, so a component's expected variance is
+    ``scale`` times a column's (the defaults are :class:`~jaxclust.DPMM`'s).
+
+    Each value stands for the interval its column is rounded to (``resolution``): an item's likelihood is the
+    geometric mean of its Gaussian over ``[x - h/2, x + h/2]``, which adds ``h²/12`` per item to a component's
+    scatter. Taken as exact, the items of a column of few values (a flag, a count, a rating) fit a Gaussian of no
+    spread wherever they share one value, whose marginal grows without bound with the items in it: the column,
+    not the data's shapes, would decide the components. By default each column's step is the median gap between
+    its consecutive distinct values, its rounding for such columns and a sliver of its spread for continuous ones.
 
     Each chain starts from a k-means partition of the standardised items into 12 parts (or ``n``), each chain
     from its own seeding (drawn from ``random_state``), each part a class of one component, repaired to keep every
@@ -192,6 +212,9 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         Metropolis-Hastings proposals per iteration, of each kind.
     anneal_from : float in (0, 1) or None
         The power of the likelihood at the start of an annealed burn-in (above); None (default): no annealing.
+    resolution : float, array (D,) or None
+        The step each column's values are rounded to, in ``X``'s units (one for every column, or one per column);
+        0: values are exact. None (default): each column's median gap between consecutive distinct values.
     random_state : int or None
 
     Attributes
@@ -220,6 +243,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         "scale": Real(0.0, strict=True),
         "n_split_merge": Int(0),
         "anneal_from": Real(0.0, 1.0, strict=True, none=True),
+        "resolution": Reals(Real(0.0, none=True)),
     }
 
     def __init__(
@@ -235,6 +259,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         scale: float = 0.5,
         n_split_merge: int = 20,
         anneal_from: float | None = None,
+        resolution=None,
         random_state=None,
     ):
         self.n_chains = n_chains
@@ -248,6 +273,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         self.scale = scale
         self.n_split_merge = n_split_merge
         self.anneal_from = anneal_from
+        self.resolution = resolution
         self.random_state = random_state
 
     def fit(
@@ -278,13 +304,22 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
             p["thin"] = check_int(thin, "thin", minimum=1)
         if n_split_merge is not None:
             p["n_split_merge"] = check_int(n_split_merge, "n_split_merge", minimum=0)
+        if np.ndim(p["resolution"]) == 1 and len(p["resolution"]) != D:
+            raise InvalidInputError(
+                f"NestedDPMM(resolution={self.resolution!r}): expected a number or {D} of them, one per column of "
+                f"X; got {len(p['resolution'])}"
+            )
+        steps = _column_steps(X) if p["resolution"] is None else np.broadcast_to(p["resolution"], D)
         std = X.std(0)
-        Xs = (X - X.mean(0)) / np.where(std > 0, std, 1.0)
+        cols = std > 0 if np.any(std > 0) else np.ones(D, bool)  # a column of one value tells no items apart
+        Xs = (X[:, cols] - X[:, cols].mean(0)) / np.where(std[cols] > 0, std[cols], 1.0)
+        rounding = (steps[cols] / np.where(std[cols] > 0, std[cols], 1.0)) ** 2 / 12.0
         prior = N.NestedPrior(
-            jnp.zeros(D, jnp.float32),
+            jnp.zeros(Xs.shape[1], jnp.float32),
             jnp.float32(p["kappa"]),
             jnp.float32(p["shape"]),
-            jnp.full(D, p["scale"] * (p["shape"] - 1.0), jnp.float32),
+            jnp.full(Xs.shape[1], p["scale"] * (p["shape"] - 1.0), jnp.float32),
+            rounding=to_device(rounding, np.float32),
         )
         data = N.pad_answers(N.prepare(Xs, cons), _answer_rows(len(cons.pairs) + len(cons.answers)))
         init = None if init_labels is None else check_label_rows(init_labels, n, p["n_chains"], "init_labels")

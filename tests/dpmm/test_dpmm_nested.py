@@ -19,8 +19,13 @@ from jaxclust.dpmm import nested as N
 from jaxclust.dpmm import nested_splitmerge as MH
 from jaxclust.errors import InvalidInputError
 
+# values rounded to a step of 0.5 (rounding 0.5²/12): every exact check below covers the rounding term
 PRIOR = N.NestedPrior(
-    mean=jnp.array([0.3]), kappa=jnp.array(0.2), shape=jnp.array(2.0), rate=jnp.array([0.6])
+    mean=jnp.array([0.3]),
+    kappa=jnp.array(0.2),
+    shape=jnp.array(2.0),
+    rate=jnp.array([0.6]),
+    rounding=0.25 / 12,
 )
 X4 = np.array([[-1.2], [-0.7], [0.9], [1.6]])
 ALPHA, GAMMA = 0.7, 1.3
@@ -79,9 +84,12 @@ def seating_log_prior(z, classes, alpha, gamma):
 def quadrature_component_marginal(x, prior, temper=1.0):
     """ln p(x of one component, D = 1) by integrating the precision numerically over the exact Gaussian given it
     (the mean integrated out: covariance ``I/(τλ) + 11ᵀ/(κλ)``); with ``temper`` τ, of the likelihood raised to
-    τ: ``N(x | μ, 1/λ)^τ = (λ/2π)^(τ/2) (2π/(τλ))^(1/2) N(x | μ, 1/(τλ))`` per item."""
+    τ: ``N(x | μ, 1/λ)^τ = (λ/2π)^(τ/2) (2π/(τλ))^(1/2) N(x | μ, 1/(τλ))`` per item; with the prior's rounding
+    ``h²/12``, each item's likelihood the geometric mean of its Gaussian over ``x ± h/2`` (the expected log
+    density of ``x + U(-h/2, h/2)``: ``ln N(x | μ, 1/λ) - λ h²/24``)."""
     m0, k0 = float(prior.mean[0]), float(prior.kappa)
     a0, b0 = float(prior.shape), float(prior.rate[0])
+    h2 = float(np.asarray(prior.rounding).reshape(-1)[0])
     n = len(x)
     cov = np.eye(n) / temper + np.ones((n, n)) / k0
 
@@ -89,6 +97,7 @@ def quadrature_component_marginal(x, prior, temper=1.0):
         power = ((lam / (2 * math.pi)) ** (temper / 2) * (2 * math.pi / (temper * lam)) ** 0.5) ** n
         return (
             power
+            * math.exp(-temper * lam * n * h2 / 2)
             * stats.gamma.pdf(lam, a0, scale=1 / b0)
             * stats.multivariate_normal.pdf(x, np.full(n, m0), cov / lam)
         )
@@ -152,22 +161,48 @@ def test_an_items_predictive_is_the_student_t_and_the_ratio_of_marginals(x64, n_
     )
     want = stats.t.logpdf(x, 2 * a_n, mu_n, np.sqrt(b_n * (k_n + 1) / (a_n * k_n))).sum()
     assert got == pytest.approx(want, rel=1e-10)
-    # tempered, and with a shape per dimension: the marginal with the item less the marginal without it
-    prior = prior._replace(shape=jnp.array([1.5, 3.0]), temper=jnp.float64(0.4))
+    # tempered, rounded, and with a shape per dimension: the marginal with the item less the marginal without it
+    prior = prior._replace(
+        shape=jnp.array([1.5, 3.0]), temper=jnp.float64(0.4), rounding=jnp.array([0.02, 0.3])
+    )
     plus = N.welford_add(count, mean, scatter, jnp.asarray(x))
     want = N.component_log_marginal(*plus, prior) - N.component_log_marginal(count, mean, scatter, prior)
     got = N.component_log_predictive(count, mean, scatter, jnp.asarray(x), prior)
     assert float(got) == pytest.approx(float(want), rel=1e-10)
 
 
-@pytest.mark.parametrize("x", [[-0.4, 0.1, 1.3, 2.2, 2.0, 2.9], [0.7]])
+@pytest.mark.parametrize("x", [[-0.4, 0.1, 1.3, 2.2, 2.0, 2.9], [0.7], [1.0, 1.0, 1.0, 1.0]])
 @pytest.mark.parametrize("temper", [1.0, 0.1, 0.5])
-def test_a_tempered_component_marginal_integrates_the_likelihood_raised_to_the_power(x64, x, temper):
+@pytest.mark.parametrize("rounding", [0.0, 0.25 / 12, 1.5])
+def test_a_tempered_component_marginal_integrates_the_likelihood_raised_to_the_power(
+    x64, x, temper, rounding
+):
     x = np.array(x)
-    prior = PRIOR._replace(temper=jnp.float64(temper))
+    prior = PRIOR._replace(temper=jnp.float64(temper), rounding=jnp.float64(rounding))
     st = _state(np.zeros(len(x), int), [0], N.prepare(x[:, None], dtype=jnp.float64))
     got = float(N.component_log_marginal(st.count, st.mean, st.scatter, prior)[0])
-    assert got == pytest.approx(quadrature_component_marginal(x, PRIOR, temper), rel=1e-7)
+    assert got == pytest.approx(
+        quadrature_component_marginal(x, prior._replace(temper=1.0), temper), rel=1e-7
+    )
+
+
+def test_rounding_bounds_what_a_column_of_one_value_pays_for_a_split(x64):
+    """Items of one value: without rounding the Normal-Gamma marginal grows like ``Γ(n/2)``, so splitting them
+    costs about ``(n/2) ln 2`` nats, whatever the other columns say; with rounding ``h²/12`` each item's
+    likelihood is at most ``(λ/2π)^(1/2) exp(-λh²/24)``, and the split costs what any split of items that fit
+    one Gaussian costs, the prior's penalty of order ``ln n``."""
+    prior = PRIOR._replace(mean=jnp.zeros(1))
+
+    def log_marginal(n, rounding):
+        st = _state(np.zeros(n, int), [0], N.prepare(np.zeros((n, 1)), dtype=jnp.float64))
+        return float(
+            N.component_log_marginal(st.count, st.mean, st.scatter, prior._replace(rounding=rounding))[0]
+        )
+
+    for n in (200, 800):
+        split_cost = {r: log_marginal(n, r) - 2 * log_marginal(n // 2, r) for r in (0.0, 1 / 12)}
+        assert split_cost[0.0] > 0.3 * n
+        assert 0 < split_cost[1 / 12] < 2 * math.log(n)
 
 
 def test_the_burn_in_anneals_from_the_start_to_one_over_its_first_half():
@@ -405,7 +440,9 @@ def test_the_estimators_kept_samples_follow_the_exact_posterior(monkeypatch, ann
     if warm:
         assert model.n_slots_ == 4  # no start with one slot per item
     xs = (x4 - x4.mean(0)) / x4.std(0)
-    prior = N.NestedPrior(jnp.zeros(1), jnp.array(0.2), jnp.array(2.0), jnp.array([0.6]))
+    # the data's step: the median gap between consecutive values, 0.7, in the standardised units
+    rounding = (0.7 / x4.std()) ** 2 / 12
+    prior = N.NestedPrior(jnp.zeros(1), jnp.array(0.2), jnp.array(2.0), jnp.array([0.6]), rounding=rounding)
     data = N.prepare(xs)
     exact = {}
     for z, classes in labellings(4):

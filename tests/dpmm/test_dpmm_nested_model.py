@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from jaxclust import Constraints, NestedDPMM
+from jaxclust.dpmm import nested_model
 from jaxclust.errors import ConstraintError, InvalidInputError
 from jaxclust.metrics.partition import adjusted_rand_index
 
@@ -87,11 +88,41 @@ def test_n_split_merge_given_to_fit_is_the_constructors():
     [
         ({"alpha": 0}, r"NestedDPMM\(alpha=0\): expected a finite number > 0.0"),
         ({"n_chains": 0}, "n_chains=0"),
+        ({"resolution": -0.1}, r"resolution=-0.1\): expected None or a finite number >= 0.0, or a 1-d array"),
+        ({"resolution": [0.1, "a"]}, r"resolution=\[0.1, 'a'\]"),
+        (
+            {"resolution": [0.1, 0.1, 0.1]},
+            r"resolution=\[0.1, 0.1, 0.1\]\): expected a number or 2 of them, one per column of X; got 3",
+        ),
     ],
 )
 def test_bad_parameters_are_named(params, match):
     with pytest.raises(InvalidInputError, match=match):
         NestedDPMM(**params).fit(X)
+
+
+def test_each_columns_step_is_the_median_gap_between_its_distinct_values():
+    x = np.array([[0, 2.5, 1.0], [1, 2.5, 1.0], [1, 2.5, 1.1], [3, 2.5, 1.3], [5, 2.5, 1.0], [3, 2.5, 2.0]])
+    # distinct 0 1 3 5: gaps 1 2 2; one value: no gap; distinct 1.0 1.1 1.3 2.0: gaps 0.1 0.2 0.7
+    np.testing.assert_allclose(nested_model._column_steps(x), [2.0, 0.0, 0.2])
+
+
+def test_columns_of_few_values_do_not_glue_blobs_together():
+    """Three blobs in two continuous columns and two flag columns (2 % of items flagged, at random). Taken as
+    exact values, a flag column's items of one value fit a Gaussian of no spread, whose marginal grows without
+    bound with the items in it: the flags, not the blobs, decide the components. With each value standing for its
+    rounding interval (the step from the data, the default) the blobs are found; with ``resolution=0`` they are
+    not."""
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 100)
+    blobs = rng.normal(size=(300, 2)) + 4.0 * np.array([[0, 0], [1, 0], [0, 1]])[y]
+    x = np.hstack([blobs, (rng.random((300, 2)) < 0.02).astype(float)])
+    small = {"n_chains": 2, "n_burnin": 40, "n_samples": 5, "random_state": 0}
+    assert adjusted_rand_index(y, NestedDPMM(**small).fit(x).labels_) > 0.8
+    assert adjusted_rand_index(y, NestedDPMM(resolution=0.0, **small).fit(x).labels_) < 0.2
+    # a step per column, as given: the blobs' columns rounded to 0.01, the flags to 1
+    given = NestedDPMM(resolution=[0.01, 0.01, 1.0, 1.0], **small).fit(x)
+    assert adjusted_rand_index(y, given.labels_) > 0.8
 
 
 def test_answers_passed_where_y_goes_are_refused_not_ignored():
