@@ -23,6 +23,7 @@ from jaxclust.dpmm import nested as N
 from jaxclust.dpmm import nested_splitmerge as MH
 from jaxclust.dpmm.capacity import headroom
 from jaxclust.dpmm.chains import repair_labels
+from jaxclust.dpmm.families import column_steps
 from jaxclust.errors import InvalidInputError
 from jaxclust.transfer import to_device
 from jaxclust.validation import (
@@ -50,18 +51,6 @@ def _start(cons: Constraints, init_labels) -> np.ndarray:
     """A chain's starting classes: ``init_labels`` repaired to keep every hard answer (a must-linked group takes
     its first item's class, a group cannot-linked to an earlier one in its class moves to another)."""
     return relabel(repair_labels(np.asarray(init_labels), cons)[cons.group_of])
-
-
-def _column_steps(X: np.ndarray) -> np.ndarray:
-    """Each column's step (D,): the median gap between its consecutive distinct values (0 for a column of one
-    value). The step of a column of counts or of values rounded to two decimals is its rounding; that of a
-    continuous column is a sliver of its spread."""
-    steps = np.zeros(X.shape[1])
-    for d in range(X.shape[1]):
-        gaps = np.diff(np.unique(X[:, d]))
-        if len(gaps):
-            steps[d] = np.median(gaps)
-    return steps
 
 
 def _kmeans_starts(Xs: np.ndarray, n_chains: int, seed: int) -> np.ndarray:
@@ -309,7 +298,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
                 f"NestedDPMM(resolution={self.resolution!r}): expected a number or {D} of them, one per column of "
                 f"X; got {len(p['resolution'])}"
             )
-        steps = _column_steps(X) if p["resolution"] is None else np.broadcast_to(p["resolution"], D)
+        steps = column_steps(X) if p["resolution"] is None else np.broadcast_to(p["resolution"], D)
         std = X.std(0)
         cols = std > 0 if np.any(std > 0) else np.ones(D, bool)  # a column of one value tells no items apart
         Xs = (X[:, cols] - X[:, cols].mean(0)) / np.where(std[cols] > 0, std[cols], 1.0)

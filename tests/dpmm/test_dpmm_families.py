@@ -27,6 +27,17 @@ XC = RNG.integers(0, 5, size=(9, 4)).astype(float)
 def _families():
     return {
         "ng": (NormalGamma(mean=[0.1, -0.5, 1.5], kappa=0.7, shape=2.5, rate=[0.8, 1.3, 0.4]), XG),
+        # values rounded to steps 0.5, 1 and 0.1 (rounding h²/12 per column)
+        "ng_rounded": (
+            NormalGamma(
+                mean=[0.1, -0.5, 1.5],
+                kappa=0.7,
+                shape=2.5,
+                rate=[0.8, 1.3, 0.4],
+                rounding=np.array([0.25, 1, 0.01]) / 12,
+            ),
+            XG,
+        ),
         "niw": (
             NormalInverseWishart(
                 mean=[0.1, -0.5, 1.5],
@@ -64,7 +75,7 @@ def x64():
         yield
 
 
-@pytest.mark.parametrize("name", ["ng", "niw", "dm"])
+@pytest.mark.parametrize("name", ["ng", "ng_rounded", "niw", "dm"])
 def test_group_predictive_is_chain_and_marginal_ratio(name):
     family, X = _families()[name]
     family = family.check(X).astype(jnp.float64)
@@ -135,7 +146,7 @@ def test_dirichlet_multinomial_one_point_is_scipy():
     assert float(got) == pytest.approx(want, rel=1e-10)
 
 
-@pytest.mark.parametrize("name", ["ng", "niw", "dm"])
+@pytest.mark.parametrize("name", ["ng", "ng_rounded", "niw", "dm"])
 def test_marginal_is_chain_rule_from_prior(name):
     family, X = _families()[name]
     family = family.check(X).astype(jnp.float64)
@@ -149,7 +160,7 @@ def test_marginal_is_chain_rule_from_prior(name):
     assert float(family.log_marginal(_batch(prior))[0]) == pytest.approx(0.0, abs=1e-10)
 
 
-@pytest.mark.parametrize("name", ["ng", "niw", "dm"])
+@pytest.mark.parametrize("name", ["ng", "ng_rounded", "niw", "dm"])
 def test_remove_inverts_add_and_refresh_matches_adds(name):
     family, X = _families()[name]
     family = family.check(X).astype(jnp.float64)
@@ -197,14 +208,15 @@ def test_float32_far_from_origin_keeps_statistics():
             np.testing.assert_allclose(lm, exact, rtol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["ng", "niw"])
+@pytest.mark.parametrize("name", ["ng", "ng_rounded", "niw"])
 def test_transformed_prior_is_the_same_model_in_new_units(name):
     """Data mapped to (x - c) / s under the transformed prior: the same marginal likelihood up to the
     Jacobian, ln p(X) = ln p(X') - n sum_d ln s_d (float64, every partition block)."""
     shift, scale = np.array([3.0, -1.0, 0.5]), np.array([8.0, 0.25, 2.0])
+    rounding = np.array([0.02, 0.3, 0.0]) if name == "ng_rounded" else 0.0
     fam = (
-        NormalGamma(mean=[1.0, 0.0, -2.0], kappa=0.7, shape=2.5, rate=[0.4, 1.3, 0.9])
-        if name == "ng"
+        NormalGamma(mean=[1.0, 0.0, -2.0], kappa=0.7, shape=2.5, rate=[0.4, 1.3, 0.9], rounding=rounding)
+        if name.startswith("ng")
         else NormalInverseWishart(
             mean=[1.0, 0.0, -2.0],
             kappa=0.7,
@@ -245,7 +257,7 @@ def test_default_prior_is_documented_data_driven():
     assert float(p.kappa) == 0.05 and float(p.shape) == 2.0
 
 
-@pytest.mark.parametrize("name", ["ng", "niw"])
+@pytest.mark.parametrize("name", ["ng", "ng_rounded", "niw"])
 def test_count_table_fast_path_equals_direct(name):
     family, X = _families()[name]
     family = family.check(X).astype(jnp.float64)
@@ -262,7 +274,7 @@ def test_count_table_fast_path_equals_direct(name):
         )
 
 
-@pytest.mark.parametrize("name", ["ng", "niw", "dm"])
+@pytest.mark.parametrize("name", ["ng", "ng_rounded", "niw", "dm"])
 def test_segment_and_combined_statistics_equal_direct_ones(name):
     """Statistics of two segments combined (Chan's update) equal those of their union, and segment statistics
     equal a direct computation from the items (float64)."""
@@ -281,7 +293,7 @@ def test_segment_and_combined_statistics_equal_direct_ones(name):
         np.testing.assert_allclose(a[1], b[0], rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("name", ["ng", "niw", "dm"])
+@pytest.mark.parametrize("name", ["ng", "ng_rounded", "niw", "dm"])
 def test_group_loglik_is_the_sum_of_item_log_densities(name):
     """The (rows, K) matrix product equals sum over each group's items of scipy log densities under the drawn
     parameters."""
@@ -297,9 +309,10 @@ def test_group_loglik_is_the_sum_of_item_log_densities(name):
     want = np.zeros((4, 3))
     for k in range(3):
         for i, g in enumerate(group_of):
-            if name == "ng":
+            if name.startswith("ng"):  # rounded: the geometric mean of the density over x +- h/2
                 lam, mu = (np.asarray(p[k]) for p in params)
-                want[g, k] += st.norm.logpdf(X[i], mu, 1 / np.sqrt(lam)).sum()
+                h2 = np.asarray(family.rounding)
+                want[g, k] += (st.norm.logpdf(X[i], mu, 1 / np.sqrt(lam)) - lam * h2 / 2).sum()
             elif name == "niw":
                 lam, mu = np.asarray(params[0][k]), np.asarray(params[1][k])
                 want[g, k] += st.multivariate_normal.logpdf(X[i], mu, np.linalg.inv(lam))
@@ -309,7 +322,7 @@ def test_group_loglik_is_the_sum_of_item_log_densities(name):
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("name", ["ng", "niw", "dm"])
+@pytest.mark.parametrize("name", ["ng", "ng_rounded", "niw", "dm"])
 def test_draw_params_follow_the_posterior(name):
     """Posterior draws of 20,000 slots: sample means match the closed-form posterior means (NG: E[lam] =
     shape/rate, E[mu] = mean; NIW: E[Lam] = dof scale^-1; DM: E[theta] = conc / sum(conc))."""
@@ -320,7 +333,7 @@ def test_draw_params_follow_the_posterior(name):
     many = jax.tree.map(lambda a: jnp.repeat(a, 20000, axis=0), slot)
     params = family.draw_params(jax.random.key(1), many)
     s0 = jax.tree.map(lambda a: np.asarray(a[0]), slot)
-    if name == "ng":
+    if name.startswith("ng"):
         np.testing.assert_allclose(params[0].mean(0), s0.shape / s0.rate, rtol=0.03)
         np.testing.assert_allclose(params[1].mean(0), s0.mean, atol=0.03 * np.sqrt(s0.rate / s0.shape).max())
     elif name == "niw":
@@ -370,3 +383,9 @@ def test_sum_of_logs_from_bit_fields_matches_float64(D):
     tiny = np.finfo(np.float32).tiny
     below = np.asarray(families._sum_log(jnp.asarray([[0.0, tiny / 4.0, tiny]], jnp.float32)))
     np.testing.assert_allclose(below, [3 * np.log(np.float64(tiny))], rtol=1e-6)
+
+
+def test_each_columns_step_is_the_median_gap_between_its_distinct_values():
+    x = np.array([[0, 2.5, 1.0], [1, 2.5, 1.0], [1, 2.5, 1.1], [3, 2.5, 1.3], [5, 2.5, 1.0], [3, 2.5, 2.0]])
+    # distinct 0 1 3 5: gaps 1 2 2; one value: no gap; distinct 1.0 1.1 1.3 2.0: gaps 0.1 0.2 0.7
+    np.testing.assert_allclose(families.column_steps(x), [2.0, 0.0, 0.2])

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from jaxclust import Constraints, NestedDPMM
-from jaxclust.dpmm import nested_model
 from jaxclust.errors import ConstraintError, InvalidInputError
 from jaxclust.metrics.partition import adjusted_rand_index
 
@@ -99,12 +98,6 @@ def test_n_split_merge_given_to_fit_is_the_constructors():
 def test_bad_parameters_are_named(params, match):
     with pytest.raises(InvalidInputError, match=match):
         NestedDPMM(**params).fit(X)
-
-
-def test_each_columns_step_is_the_median_gap_between_its_distinct_values():
-    x = np.array([[0, 2.5, 1.0], [1, 2.5, 1.0], [1, 2.5, 1.1], [3, 2.5, 1.3], [5, 2.5, 1.0], [3, 2.5, 2.0]])
-    # distinct 0 1 3 5: gaps 1 2 2; one value: no gap; distinct 1.0 1.1 1.3 2.0: gaps 0.1 0.2 0.7
-    np.testing.assert_allclose(nested_model._column_steps(x), [2.0, 0.0, 0.2])
 
 
 def test_columns_of_few_values_do_not_glue_blobs_together():
