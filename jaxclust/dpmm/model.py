@@ -118,7 +118,8 @@ def sample(
     X : array-like, shape (n, D)
     constraints : Constraints, dict or (must_link, cannot_link), optional
     prior : NormalGamma | NormalInverseWishart | DirichletMultinomial, optional
-        ``None`` uses :meth:`NormalGamma.from_data` (data mean, kappa 0.05, shape 2, rate 0.5 * var).
+        ``None`` uses :meth:`NormalGamma.from_data` (data mean, kappa 0.05, shape 2, rate 0.5 * var, each
+        column's rounding from its step).
     alpha : float
         Concentration (the starting value when ``alpha_prior`` is given).
     alpha_prior : (shape, rate), optional
@@ -321,8 +322,10 @@ class DPMM(ClusterMixin, BaseEstimator):
     prior : NormalGamma | NormalInverseWishart | DirichletMultinomial, optional
         Component family and prior. ``None``: a data-driven diagonal-Gaussian prior,
         :meth:`NormalGamma.from_data` (mean = column means, kappa = 0.05, shape = 2, rate = 0.5 * column
-        variance: a component's expected variance is half the data's); constant columns are left out with a
-        warning (:func:`prepare_data`). An explicit prior is used on every column as given.
+        variance: a component's expected variance is half the data's; each value standing for the interval of
+        its column's step, the median gap between the column's distinct values, so that a column of few values
+        cannot glue components); constant columns are left out with a warning (:func:`prepare_data`). An
+        explicit prior is used on every column as given (``NormalGamma(rounding=0)`` by default).
     alpha : float
         DP concentration (the initial value when ``alpha_prior`` is set).
     alpha_prior : (shape, rate), optional
