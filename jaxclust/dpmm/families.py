@@ -313,7 +313,7 @@ class NormalGamma(eqx.Module):
 
     def transformed(self, shift: np.ndarray, scale: np.ndarray) -> NormalGamma:
         """The same model for data mapped to ``(x - shift) / scale`` (per dimension): the mean maps like the
-        data and the precision rate divides by ``scale**2``; kappa and shape are unchanged."""
+        data, the precision rate and the rounding divide by ``scale**2``; kappa and shape are unchanged."""
         scale = np.asarray(scale, np.float64)
         return NormalGamma(
             (np.asarray(self.mean) - shift) / scale,
