@@ -13,8 +13,18 @@ import numpy as np
 
 from jaxclust.errors import ConstraintError, InvalidInputError
 from jaxclust.pairs import as_pair
+from jaxclust.validation import check_labels
 
-__all__ = ["KINDS", "Answer", "as_kind", "ask", "check_error_rate", "check_reply", "lift_answers"]
+__all__ = [
+    "KINDS",
+    "Answer",
+    "SoftAnswers",
+    "as_kind",
+    "ask",
+    "check_error_rate",
+    "check_reply",
+    "lift_answers",
+]
 
 KINDS = {True: "must", False: "cannot"}  # an answer's kind by whether it says "same class"
 
@@ -126,3 +136,41 @@ def lift_answers(
     edges.setflags(write=False)
     w_out.setflags(write=False)
     return tuple(answers), float(const), edges, w_out
+
+
+class SoftAnswers:
+    """The soft answers of a constraint set (one concern of :class:`jaxclust.Constraints`; :func:`lift_answers`
+    makes them), read from its built state: ``_soft`` the answers ``((i, j), must, eps)`` in order,
+    ``_soft_groups`` (A, 2) and ``_soft_weights`` (A,) their net log-weights per pair of groups, ``_soft_const``
+    the part of their log-likelihood that no labelling changes, ``_n`` and ``groups``."""
+
+    __slots__ = ()
+
+    @property
+    def answers(self) -> tuple[tuple[int, int, str, float], ...]:
+        """The soft answers ``(i, j, "must" | "cannot", error_rate)`` in insertion order (hard constraints are in
+        :attr:`pairs`)."""
+        return tuple((i, j, KINDS[must], eps) for (i, j), must, eps in self._soft)
+
+    @property
+    def soft_link_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(edges (E, 2) int32 with g < h, weights (E,) float64)``: the soft answers' net log-weight per pair of
+        groups (pairs inside one group or across a hard cannot-link are constants, in
+        :attr:`log_answer_constant`)."""
+        return self._soft_groups, self._soft_weights
+
+    @property
+    def log_answer_constant(self) -> float:
+        """The part of ``ln p(answers | z)`` that does not depend on ``z``."""
+        return self._soft_const
+
+    def log_answer_likelihood(self, labels: Any) -> float:
+        """``ln p(soft answers | z)`` for item labels ``z`` (n,); hard constraints are not included."""
+        z = check_labels(labels, n=self._n, name="labels")
+        total = self._soft_const
+        if len(self._soft_groups):
+            first = np.array([m[0] for m in self.groups])
+            zg = z[first]
+            same = zg[self._soft_groups[:, 0]] == zg[self._soft_groups[:, 1]]
+            total += float(np.sum(self._soft_weights[same]))
+        return total

@@ -32,25 +32,24 @@ from typing import Any, Literal
 
 import numpy as np
 
-from jaxclust.answers import KINDS, as_kind, check_error_rate, lift_answers
+from jaxclust.answers import KINDS, SoftAnswers, as_kind, check_error_rate, lift_answers
+from jaxclust.constraint_queries import GroupQueries
 from jaxclust.errors import ConstraintError, InvalidInputError
 from jaxclust.must_link_closure import close
-from jaxclust.pairs import Pair, as_index, as_pair, index_array, pair_list, read_dict, show
-from jaxclust.partner_tables import (
-    PartnerRows,
-    check_rows,
-    colouring,
-    padded_lists,
-    spilled_lists,
-    table_capacity,
-)
+from jaxclust.pairs import Pair, as_index, as_pair, pair_list, read_dict, show
+from jaxclust.partner_tables import PartnerTables
 from jaxclust.validation import check_labels
 
 __all__ = ["Constraints", "as_constraints"]
 
 
-class Constraints:
+class Constraints(GroupQueries, PartnerTables, SoftAnswers):
     """An immutable set of must-link and cannot-link constraints over ``n`` items.
+
+    This class builds a set (the constructors, ``with_*``, serialisation); what a built set answers comes from
+    one class per concern: its groups and pair queries (:class:`~jaxclust.constraint_queries.GroupQueries`),
+    the partner tables samplers read (:class:`~jaxclust.partner_tables.PartnerTables`) and its soft answers
+    (:class:`~jaxclust.answers.SoftAnswers`).
 
     Parameters
     ----------
@@ -308,174 +307,8 @@ class Constraints:
         """Constraints dropped because they contradicted earlier ones (``on_conflict="drop"``): ``((i, j), kind)``."""
         return self._dropped
 
-    @property
-    def answers(self) -> tuple[tuple[int, int, str, float], ...]:
-        """The soft answers ``(i, j, "must" | "cannot", error_rate)`` in insertion order (hard constraints are in
-        :attr:`pairs`)."""
-        return tuple((i, j, KINDS[must], eps) for (i, j), must, eps in self._soft)
-
-    @property
-    def soft_link_groups(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(edges (E, 2) int32 with g < h, weights (E,) float64)``: the soft answers' net log-weight per pair of
-        groups (pairs inside one group or across a hard cannot-link are constants, in
-        :attr:`log_answer_constant`)."""
-        return self._soft_groups, self._soft_weights
-
-    @property
-    def log_answer_constant(self) -> float:
-        """The part of ``ln p(answers | z)`` that does not depend on ``z``."""
-        return self._soft_const
-
-    def log_answer_likelihood(self, labels: Any) -> float:
-        """``ln p(soft answers | z)`` for item labels ``z`` (n,); hard constraints are not included."""
-        z = check_labels(labels, n=self._n, name="labels")
-        total = self._soft_const
-        if len(self._soft_groups):
-            first = np.array([m[0] for m in self.groups])
-            zg = z[first]
-            same = zg[self._soft_groups[:, 0]] == zg[self._soft_groups[:, 1]]
-            total += float(np.sum(self._soft_weights[same]))
-        return total
-
     def __len__(self) -> int:
         return len(self._log) + len(self._soft)
-
-    @property
-    def group_of(self) -> np.ndarray:
-        """(n,) int32 must-link group id per item; groups are numbered 0..G-1 in order of their first member."""
-        return self._group_of
-
-    @property
-    def n_groups(self) -> int:
-        return int(self._group_of.max()) + 1
-
-    @property
-    def group_sizes(self) -> np.ndarray:
-        """(G,) int32 number of items per group."""
-        return np.bincount(self._group_of, minlength=self.n_groups).astype(np.int32)
-
-    @property
-    def groups(self) -> list[np.ndarray]:
-        """Member indices (sorted) of each group, in group-id order."""
-        if self._groups is None:
-            order = np.argsort(self._group_of, kind="stable")
-            self._groups = np.split(order, np.cumsum(self.group_sizes)[:-1])
-        return self._groups
-
-    @property
-    def cannot_link_groups(self) -> np.ndarray:
-        """(E, 2) int32 distinct group-level cannot-link edges ``(g, h)`` with ``g < h``."""
-        return self._cl_groups
-
-    @property
-    def degrees(self) -> np.ndarray:
-        """(G,) number of distinct cannot-link partner groups of each group."""
-        e = self._cl_groups
-        return np.bincount(e.ravel(), minlength=self.n_groups).astype(np.int32)
-
-    @property
-    def max_degree(self) -> int:
-        d = self.degrees
-        return int(d.max()) if d.size else 0
-
-    def _partner_edges(self) -> tuple[np.ndarray, np.ndarray]:
-        """Group-level edges (E, 2) of cannot-links then soft answers, and their log-weights (E,)."""
-        e = np.concatenate([self._cl_groups, self._soft_groups])
-        return e, np.concatenate([np.full(len(self._cl_groups), -np.inf), self._soft_weights])
-
-    def colouring(self, n_rows: int | None = None) -> tuple[np.ndarray, int]:
-        """Greedy colouring (largest degree first) of the group-level graph of cannot-links and soft answers.
-
-        Groups of one colour share no cannot-link or answer, so a sampler may move all of them at once.
-
-        Returns
-        -------
-        colour : np.ndarray, shape (n_rows,), int32
-            Groups without cannot-links (and padding rows beyond ``n_groups``) have colour 0.
-        n_colours : int
-        """
-        return colouring(self._partner_edges()[0], check_rows(n_rows, self.n_groups))
-
-    def cannot_partners(self, capacity: int | None = None, n_rows: int | None = None) -> np.ndarray:
-        """Group-level cannot-link partner lists, padded with -1.
-
-        Parameters
-        ----------
-        capacity : int, optional
-            Columns of the table; defaults to ``max_degree`` rounded up to a power of two (at least 1), so a
-            sampler that re-uses the capacity across rounds re-compiles only when a degree doubles.
-        n_rows : int, optional
-            Rows of the table (default ``n_groups``); pad to ``n`` to keep shapes fixed while groups merge.
-
-        Returns
-        -------
-        np.ndarray, shape (n_rows, capacity), int32
-        """
-        rows = check_rows(n_rows, self.n_groups)
-        cap = table_capacity(capacity, self.max_degree, "cannot-link partners")
-        return padded_lists(self._cl_groups, np.zeros(len(self._cl_groups)), rows, cap)[0]
-
-    @property
-    def max_partner_degree(self) -> int:
-        """The largest number of partner groups (cannot-links and soft answers) of one group."""
-        e = self._partner_edges()[0]
-        return int(np.bincount(e.ravel(), minlength=self.n_groups).max()) if len(e) else 0
-
-    def partner_table(self, capacity: int | None = None, n_rows: int | None = None):
-        """Padded partner lists with log-weights: ``(partners (n_rows, capacity) int32, -1 padded; weights
-        (n_rows, capacity) float64)``, a cannot-link weighing ``-inf`` and a soft answer its net log-weight
-        (see the module docstring). ``capacity`` defaults to :attr:`max_partner_degree` rounded up to a power
-        of two."""
-        rows = check_rows(n_rows, self.n_groups)
-        cap = table_capacity(capacity, self.max_partner_degree, "partners (cannot-links and answers)")
-        return padded_lists(*self._partner_edges(), rows, cap)
-
-    def partner_rows(
-        self, width: int, n_rows: int | None = None, spill_rows: int | None = None
-    ) -> PartnerRows:
-        """The partners and log-weights of :meth:`partner_table` in a table of fixed ``width``, the partners of
-        groups with more than ``width`` of them continued in spill rows
-        (:class:`~jaxclust.partner_tables.PartnerRows`); ``spill_rows`` defaults to what they need rounded up
-        by :func:`~jaxclust.partner_tables.spill_capacity`."""
-        return spilled_lists(*self._partner_edges(), check_rows(n_rows, self.n_groups), width, spill_rows)
-
-    # queries ------------------------------------------------------------------------------------------------
-    def status_codes(self, i: Any, j: Any) -> np.ndarray:
-        """Vectorised status of pairs: int8 array, 1 = must (same group), -1 = cannot (implied), 0 = unknown."""
-        i, j = index_array(i, "i"), index_array(j, "j")
-        for arr, name in ((i, "i"), (j, "j")):
-            if arr.size and (arr.min() < 0 or arr.max() >= self._n):
-                bad = arr[(arr < 0) | (arr >= self._n)].ravel()[0]
-                raise ConstraintError(f"{name}: index {int(bad)} is out of range for {self._n} items")
-        gi, gj = self._group_of[i].astype(np.int64), self._group_of[j].astype(np.int64)
-        keys = np.minimum(gi, gj) * self._n + np.maximum(gi, gj)
-        out = np.zeros(np.broadcast(gi, gj).shape, dtype=np.int8)
-        if len(self._cl_group_keys):
-            pos = np.searchsorted(self._cl_group_keys, keys)
-            pos = np.minimum(pos, len(self._cl_group_keys) - 1)
-            out[self._cl_group_keys[pos] == keys] = -1
-        out[gi == gj] = 1
-        return out
-
-    def is_known(self, i: Any, j: Any) -> np.ndarray:
-        """Vectorised: True where the pair's status is implied (directly or by transitivity)."""
-        return self.status_codes(i, j) != 0
-
-    def status(self, i: int, j: int) -> str | None:
-        """``"must"``, ``"cannot"`` or ``None`` for the pair ``(i, j)``, including what transitivity implies."""
-        i = as_index(i, self._n, "status")
-        j = as_index(j, self._n, "status")
-        code = int(self.status_codes(i, j))
-        return {1: "must", -1: "cannot", 0: None}[code]
-
-    def check_assignment(self, labels: Any) -> list[tuple[int, int, str]]:
-        """The constraints a labelling violates, as ``(i, j, kind)``; empty when it satisfies all."""
-        z = check_labels(labels, n=self._n, name="labels")
-        out = []
-        for (i, j), must in self._log:
-            if (z[i] == z[j]) != must:
-                out.append((i, j, KINDS[must]))
-        return out
 
     # serialisation --------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:

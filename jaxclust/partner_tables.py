@@ -17,6 +17,7 @@ from jaxclust.shapes import next_pow2
 
 __all__ = [
     "MIN_PARTNER_CAPACITY",
+    "PartnerTables",
     "MIN_SPILL_ROWS",
     "PartnerRows",
     "check_rows",
@@ -156,3 +157,72 @@ def colouring(edges: np.ndarray, rows: int) -> tuple[np.ndarray, int]:
         colour[g] = next(c for c in range(len(used) + 1) if c not in used)
         done[g] = True
     return colour, int(colour.max()) + 1
+
+
+class PartnerTables:
+    """The partner tables of a constraint set (one concern of :class:`jaxclust.Constraints`), read from its
+    built state: ``_cl_groups`` (E, 2) the group-level cannot-link edges, ``_soft_groups`` (A, 2) and
+    ``_soft_weights`` (A,) the soft answers' group pairs and log-weights, and ``n_groups``."""
+
+    __slots__ = ()
+
+    def _partner_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """Group-level edges (E, 2) of cannot-links then soft answers, and their log-weights (E,)."""
+        e = np.concatenate([self._cl_groups, self._soft_groups])
+        return e, np.concatenate([np.full(len(self._cl_groups), -np.inf), self._soft_weights])
+
+    def colouring(self, n_rows: int | None = None) -> tuple[np.ndarray, int]:
+        """Greedy colouring (largest degree first) of the group-level graph of cannot-links and soft answers.
+
+        Groups of one colour share no cannot-link or answer, so a sampler may move all of them at once.
+
+        Returns
+        -------
+        colour : np.ndarray, shape (n_rows,), int32
+            Groups without cannot-links (and padding rows beyond ``n_groups``) have colour 0.
+        n_colours : int
+        """
+        return colouring(self._partner_edges()[0], check_rows(n_rows, self.n_groups))
+
+    def cannot_partners(self, capacity: int | None = None, n_rows: int | None = None) -> np.ndarray:
+        """Group-level cannot-link partner lists, padded with -1.
+
+        Parameters
+        ----------
+        capacity : int, optional
+            Columns of the table; defaults to ``max_degree`` rounded up to a power of two (at least 1), so a
+            sampler that re-uses the capacity across rounds re-compiles only when a degree doubles.
+        n_rows : int, optional
+            Rows of the table (default ``n_groups``); pad to ``n`` to keep shapes fixed while groups merge.
+
+        Returns
+        -------
+        np.ndarray, shape (n_rows, capacity), int32
+        """
+        rows = check_rows(n_rows, self.n_groups)
+        cap = table_capacity(capacity, self.max_degree, "cannot-link partners")
+        return padded_lists(self._cl_groups, np.zeros(len(self._cl_groups)), rows, cap)[0]
+
+    @property
+    def max_partner_degree(self) -> int:
+        """The largest number of partner groups (cannot-links and soft answers) of one group."""
+        e = self._partner_edges()[0]
+        return int(np.bincount(e.ravel(), minlength=self.n_groups).max()) if len(e) else 0
+
+    def partner_table(self, capacity: int | None = None, n_rows: int | None = None):
+        """Padded partner lists with log-weights: ``(partners (n_rows, capacity) int32, -1 padded; weights
+        (n_rows, capacity) float64)``, a cannot-link weighing ``-inf`` and a soft answer its net log-weight
+        (see the module docstring). ``capacity`` defaults to :attr:`max_partner_degree` rounded up to a power
+        of two."""
+        rows = check_rows(n_rows, self.n_groups)
+        cap = table_capacity(capacity, self.max_partner_degree, "partners (cannot-links and answers)")
+        return padded_lists(*self._partner_edges(), rows, cap)
+
+    def partner_rows(
+        self, width: int, n_rows: int | None = None, spill_rows: int | None = None
+    ) -> PartnerRows:
+        """The partners and log-weights of :meth:`partner_table` in a table of fixed ``width``, the partners of
+        groups with more than ``width`` of them continued in spill rows
+        (:class:`~jaxclust.partner_tables.PartnerRows`); ``spill_rows`` defaults to what they need rounded up
+        by :func:`~jaxclust.partner_tables.spill_capacity`."""
+        return spilled_lists(*self._partner_edges(), check_rows(n_rows, self.n_groups), width, spill_rows)

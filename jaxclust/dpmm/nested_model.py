@@ -113,6 +113,75 @@ def _pad(state: N.NestedState, K: int) -> N.NestedState:
     )
 
 
+def _problem(X: np.ndarray, cons: Constraints, p: dict) -> tuple[np.ndarray, N.NestedData, N.NestedPrior]:
+    """The standardised items ``Xs`` (n, D') (a column of one value left out: it tells no items apart), the
+    fit's data (answers padded to :func:`_answer_rows`) and the prior of the checked parameters ``p``, its
+    rounding from ``resolution`` in the standardised units."""
+    D = X.shape[1]
+    steps = column_steps(X) if p["resolution"] is None else np.broadcast_to(p["resolution"], D)
+    std = X.std(0)
+    cols = std > 0 if np.any(std > 0) else np.ones(D, bool)
+    scale = np.where(std[cols] > 0, std[cols], 1.0)
+    Xs = (X[:, cols] - X[:, cols].mean(0)) / scale
+    prior = N.NestedPrior(
+        jnp.zeros(Xs.shape[1], jnp.float32),
+        jnp.float32(p["kappa"]),
+        jnp.float32(p["shape"]),
+        jnp.full(Xs.shape[1], p["scale"] * (p["shape"] - 1.0), jnp.float32),
+        rounding=to_device((steps[cols] / scale) ** 2 / 12.0, np.float32),
+    )
+    data = N.pad_answers(N.prepare(Xs, cons), _answer_rows(len(cons.pairs) + len(cons.answers)))
+    return Xs, data, prior
+
+
+def _initial_state(cons: Constraints, data: N.NestedData, init: np.ndarray, components) -> N.NestedState:
+    """The chains' first state (chains, ...): the classes ``init`` (chains, n) repaired to keep every hard
+    answer, with the given ``components`` (chains, n) cut where the repair moved items, else one component per
+    class, in :func:`_slots` slots."""
+    n = len(cons.group_of)
+    starts = np.stack([_start(cons, row) for row in init])
+    parts = starts if components is None else _parts(starts, components, n)
+    K = _slots(int(parts.max()) + 1, n)
+    owner = np.full((len(parts), K), -1, np.int32)
+    for c, (z_c, cls_c) in enumerate(zip(parts, starts, strict=True)):
+        owner[c, z_c] = cls_c
+    return jax.vmap(lambda z, u: N.init(z, u, data, K))(to_device(parts, np.int32), to_device(owner))
+
+
+def _sample(state: N.NestedState, keys, data, prior, p: dict, burn: int, anneal: float | None):
+    """Every sweep of every chain, one per key (chains, sweeps), in blocks of :data:`_BLOCK`: ``(classes,
+    components, K)``, the labels (chains, sweeps, n) after each sweep and the slots at the end. A block in which
+    a chain lacked a slot is redone with twice the slots and the same keys; the slots double ahead when the
+    chains use more than all but :func:`~jaxclust.dpmm.capacity.headroom` of them."""
+    n, K = data.X.shape[0], state.u.shape[-1]
+    n_sweeps = keys.shape[1]
+    cls, comp = [], []
+    for lo in range(0, n_sweeps, _BLOCK):
+        tempered = prior._replace(temper=jnp.float32(_temper(lo, burn, anneal)))
+        while True:
+            out, (c_b, z_b, overflow) = _run_block(
+                state,
+                keys[:, lo : lo + _BLOCK],
+                data,
+                tempered,
+                p["alpha"],
+                p["gamma"],
+                jnp.int32(p["n_split_merge"]),
+            )
+            if not bool(jnp.any(overflow)):
+                break
+            K = min(n, 2 * K)
+            state = _pad(state, K)
+        state = out
+        cls.append(np.asarray(c_b))
+        comp.append(np.asarray(z_b))
+        occupied = int(jnp.max(jnp.sum(state.count > 0, -1)))
+        if occupied + headroom(K) > K and K < n and lo + _BLOCK < n_sweeps:
+            K = max(_slots(occupied, n), min(n, 2 * K))
+            state = _pad(state, K)
+    return np.concatenate(cls, 1), np.concatenate(comp, 1), K
+
+
 # sweeps run between two checks of the slots
 _BLOCK = 10
 # the fewest slots a chain gets (a compiled shape)
@@ -298,19 +367,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
                 f"NestedDPMM(resolution={self.resolution!r}): expected a number or {D} of them, one per column of "
                 f"X; got {len(p['resolution'])}"
             )
-        steps = column_steps(X) if p["resolution"] is None else np.broadcast_to(p["resolution"], D)
-        std = X.std(0)
-        cols = std > 0 if np.any(std > 0) else np.ones(D, bool)  # a column of one value tells no items apart
-        Xs = (X[:, cols] - X[:, cols].mean(0)) / np.where(std[cols] > 0, std[cols], 1.0)
-        rounding = (steps[cols] / np.where(std[cols] > 0, std[cols], 1.0)) ** 2 / 12.0
-        prior = N.NestedPrior(
-            jnp.zeros(Xs.shape[1], jnp.float32),
-            jnp.float32(p["kappa"]),
-            jnp.float32(p["shape"]),
-            jnp.full(Xs.shape[1], p["scale"] * (p["shape"] - 1.0), jnp.float32),
-            rounding=to_device(rounding, np.float32),
-        )
-        data = N.pad_answers(N.prepare(Xs, cons), _answer_rows(len(cons.pairs) + len(cons.answers)))
+        Xs, data, prior = _problem(X, cons, p)
         init = None if init_labels is None else check_label_rows(init_labels, n, p["n_chains"], "init_labels")
         if init_components is not None:
             if init is None:
@@ -321,44 +378,12 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         cold = init is None
         if cold:
             init = _kmeans_starts(Xs, p["n_chains"], seed_from(self.random_state))
-        starts = np.stack([_start(cons, init[c]) for c in range(p["n_chains"])])
-        # the given components (else one per class), cut where the repair moved items
-        parts = starts if init_components is None else _parts(starts, init_components, n)
-        K = _slots(int(parts.max()) + 1, n)
-        owner = np.full((len(parts), K), -1, np.int32)
-        for c, (z_c, cls_c) in enumerate(zip(parts, starts, strict=True)):
-            owner[c, z_c] = cls_c
-        state = jax.vmap(lambda z, u: N.init(z, u, data, K))(to_device(parts, np.int32), to_device(owner))
+        state = _initial_state(cons, data, init, init_components)
         n_sweeps = burn + p["n_samples"] * p["thin"]
         keys = jax.random.split(jax.random.key(seed_from(self.random_state)), (p["n_chains"], n_sweeps))
-        cls, comp = [], []
-        for lo in range(0, n_sweeps, _BLOCK):
-            block = keys[:, lo : lo + _BLOCK]
-            while True:
-                temper = jnp.float32(_temper(lo, burn, p["anneal_from"] if cold else None))
-                out, (c_b, z_b, overflow) = _run_block(
-                    state,
-                    block,
-                    data,
-                    prior._replace(temper=temper),
-                    p["alpha"],
-                    p["gamma"],
-                    jnp.int32(p["n_split_merge"]),
-                )
-                if not bool(jnp.any(overflow)):
-                    break
-                K = min(n, 2 * K)  # a chain lacked a slot: redo the block with more, same keys
-                state = _pad(state, K)
-            state = out
-            cls.append(np.asarray(c_b))
-            comp.append(np.asarray(z_b))
-            occupied = int(jnp.max(jnp.sum(state.count > 0, -1)))
-            if occupied + headroom(K) > K and K < n and lo + _BLOCK < n_sweeps:
-                K = max(_slots(occupied, n), min(n, 2 * K))
-                state = _pad(state, K)
+        anneal = p["anneal_from"] if cold else None
+        cls, comp, K = _sample(state, keys, data, prior, p, burn, anneal)
         keep = slice(burn + p["thin"] - 1, None, p["thin"])
-        cls = np.concatenate(cls, 1)
-        comp = np.concatenate(comp, 1)
         self.n_slots_ = K
         self.samples_ = relabel(cls[:, keep].reshape(-1, n))
         self.components_ = relabel(comp[:, keep].reshape(-1, n))
