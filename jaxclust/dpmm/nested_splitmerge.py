@@ -82,112 +82,10 @@ def class_split_merge(
     return state, no_moves()._replace(proposed_merges=prop, accepted_merges=acc, overflow=overflow)
 
 
-# the deterministic two-means passes that place a proposal's two sides before its items are drawn
-_LAUNCH_PASSES = 3
-# the launched odds are divided by this before the items are drawn: at full strength the draws are nearly the
-# two-means cut itself, so a merge, whose reverse is the draw of the two components as they are, is refused
-# wherever they differ from that cut at a few items
-_LAUNCH_TEMPER = 4.0
-# items of the two components read at once: each pass over them is a loop over blocks of this many rows
-_CHUNK = 64
-
-
-def _over(idx, m, fn, carry):
-    """``fn(ok, ids, carry) -> carry`` over the ``m`` item indices first in ``idx`` (whole blocks, padded with
-    ``n``), a block of :data:`_CHUNK` at a time: ``ids`` (B,) the block's items, ``ok`` (B,) which are real. The
-    work is ``O(m D)``, not ``O(n D)``: a proposal about two components of a few hundred items reads those alone."""
-
-    def body(c, carry):
-        ids = jax.lax.dynamic_slice(idx, (c * _CHUNK,), (_CHUNK,))
-        ok = (c * _CHUNK + jnp.arange(_CHUNK)) < m
-        return fn(ok, ids, carry)
-
-    return jax.lax.fori_loop(0, (m + _CHUNK - 1) // _CHUNK, body, carry)
-
-
-def _launch(X, idx, m, i, j, w):
-    """A deterministic cut of the ``m`` items ``idx[:m]`` of ``X`` (n, D) into a side A about item ``i`` and a
-    side B about item ``j``: each to the nearer anchor (in units of ``w`` (D,)), then ``_LAUNCH_PASSES`` passes
-    of two-means with diagonal Gaussians (variances shrunk towards ``w`` with the weight of one item). Returns the
-    last pass's ``(coef, const)``: an item's log odds of side A are ``[x, x²] @ coef + const``. It reads the items
-    and the anchors alone, so a split and the merge that undoes it see the same odds."""
-    D = X.shape[1]
-    zero = jnp.zeros((), X.dtype)
-    dt = X.dtype
-
-    def rows_of(ids):
-        x = jnp.take(X, ids, axis=0, mode="fill", fill_value=0.0)
-        return jnp.concatenate([x, x * x], -1)
-
-    # nearest anchor: ||x - xj||² - ||x - xi||² > 0, linear in [x, x²]
-    xi, xj = X[i], X[j]
-    coef = jnp.concatenate([2.0 * (xi - xj) / w, jnp.zeros(D, dt)])
-    const = jnp.sum((xj * xj - xi * xi) / w)
-
-    def side_sums(coef, const):
-        def add(ok, ids, acc):
-            r = rows_of(ids)
-            on_a = ((r @ coef + const > 0) | (ids == i)) & (ids != j) & ok
-            wa, wu = on_a.astype(dt), ok.astype(dt)
-            return acc[0] + jnp.sum(wa), acc[1] + wa @ r, acc[2] + jnp.sum(wu), acc[3] + wu @ r
-
-        return _over(idx, m, add, (zero, jnp.zeros(2 * D, dt), zero, jnp.zeros(2 * D, dt)))
-
-    def gaussian(size, sums):
-        mean = sums[:D] / jnp.maximum(size, 1.0)
-        var = (jnp.maximum(sums[D:] - size * mean * mean, 0.0) + w) / (size + 1.0)
-        return size, mean, var
-
-    def odds_of(a, b):
-        # ln N(x | mean_a, var_a) - ln N(x | mean_b, var_b) + ln size_a - ln size_b as [x, x²] @ coef + const
-        (na, ma, va), (nb, mb, vb) = a, b
-        coef = jnp.concatenate([ma / va - mb / vb, -0.5 / va + 0.5 / vb])
-        const = jnp.sum(-0.5 * (ma * ma / va + jnp.log(va)) + 0.5 * (mb * mb / vb + jnp.log(vb)))
-        return coef, const + jnp.log(jnp.maximum(na, 1.0)) - jnp.log(jnp.maximum(nb, 1.0))
-
-    def one_pass(_, params):
-        n_a, s_a, n_u, s_u = side_sums(*params)
-        return odds_of(gaussian(n_a, s_a), gaussian(n_u - n_a, s_u - s_a))
-
-    coef, const = jax.lax.fori_loop(0, _LAUNCH_PASSES, one_pass, (coef, const))
-    return (coef / _LAUNCH_TEMPER, const / _LAUNCH_TEMPER), rows_of
-
-
-def _sides(X, idx, m, side_of, k_a, k_b, state: N.NestedState) -> N.NestedState:
-    """``state`` with the ``m`` items ``idx[:m]`` in slot ``k_a`` where ``side_of(ok, ids)`` (B,) is true, else in
-    ``k_b``, and the two slots' statistics computed from their items (two passes: means, then scatters)."""
-    D = X.shape[1]
-    dt = X.dtype
-    z = state.z
-
-    def count_sum(ok, ids, acc):
-        x = jnp.take(X, ids, axis=0, mode="fill", fill_value=0.0)
-        on_a = side_of(ok, ids) & ok
-        wa, wb = on_a.astype(dt), (ok & ~on_a).astype(dt)
-        zz = acc[4].at[ids].set(jnp.where(on_a, k_a, k_b).astype(acc[4].dtype), mode="drop")
-        return acc[0] + jnp.sum(wa), acc[1] + wa @ x, acc[2] + jnp.sum(wb), acc[3] + wb @ x, zz
-
-    zero = jnp.zeros((), dt)
-    n_a, s_a, n_b, s_b, z = _over(idx, m, count_sum, (zero, jnp.zeros(D, dt), zero, jnp.zeros(D, dt), z))
-    mean_a, mean_b = s_a / jnp.maximum(n_a, 1.0), s_b / jnp.maximum(n_b, 1.0)
-
-    def scatter(ok, ids, acc):
-        x = jnp.take(X, ids, axis=0, mode="fill", fill_value=0.0)
-        on_a = (z[jnp.minimum(ids, z.shape[0] - 1)] == k_a) & ok
-        on_b = ok & ~on_a
-        return acc[0] + on_a.astype(dt) @ (x - mean_a) ** 2, acc[1] + on_b.astype(dt) @ (x - mean_b) ** 2
-
-    q_a, q_b = _over(idx, m, scatter, (jnp.zeros(D, dt), jnp.zeros(D, dt)))
-    count = state.count.at[k_b].set(n_b.astype(state.count.dtype)).at[k_a].set(n_a.astype(state.count.dtype))
-    mean = state.mean.at[k_b].set(mean_b).at[k_a].set(mean_a)
-    scat = state.scatter.at[k_b].set(q_b).at[k_a].set(q_a)
-    return N.NestedState(z, state.u, count, mean, scat)
-
-
 def _component_split_merge_step(_, carry, data: N.NestedData, prior: N.NestedPrior, alpha, gamma, C: int):
-    """One split-merge proposal of components inside a class, every item of the two sides drawn at once."""
+    """One sequentially allocated split-merge proposal of components inside a class (Dahl 2003)."""
     state, key, accepted, proposed, overflow = carry
-    key, k_i, k_j, k_alloc, k_accept = jax.random.split(key, 5)
+    key, k_i, k_j, k_order, k_alloc, k_accept = jax.random.split(key, 6)
     X = data.X
     n = X.shape[0]
     at = jnp.arange(n)
@@ -202,48 +100,50 @@ def _component_split_merge_step(_, carry, data: N.NestedData, prior: N.NestedPri
     zi, zj = state.z[i], state.z[j]
     do_split = (n_mates > 0) & (zi == zj)
     do_merge = (n_mates > 0) & (zi != zj)
+    c = cls[i]
     k_free, any_k = N.first_free(state.count > 0)
     k_b = jnp.where(do_split, k_free.astype(jnp.int32), zj)  # side B's slot: a free one, or j's component
-    union = ((state.z == zi) | (state.z == zj)) & (do_split | do_merge)
-    m = jnp.sum(union)
-    # the two components' items first, padded (with n) to whole blocks for :func:`_over`
-    idx = jnp.nonzero(union, size=-(-n // _CHUNK) * _CHUNK, fill_value=n)[0]
-    # the prior's expected variance of a component: the unit of the anchors' distances and the sides' shrinkage
-    w = jnp.broadcast_to(jnp.asarray(prior.rate, X.dtype) / jnp.asarray(prior.shape, X.dtype), X.shape[1:])
-    (coef, const), rows_of = _launch(X, idx, m, i, j, w)
-    # split: each item's side drawn from its odds; merge: the side it is on (the reverse split's draw)
+    members = ((state.z == zi) | (state.z == zj)) & (do_split | do_merge)
+    # the two components' items first, in a uniformly random order (so is the reverse move's): the loop below
+    # visits those alone, not all n items
+    order = jnp.argsort(jnp.where(members, jax.random.uniform(k_order, (n,)), 2.0))
     coins = jax.random.uniform(k_alloc, (n,))
-    now_a = state.z == zi
+    lp = N.component_log_predictive
+    d = X.shape[1]
+    zero = (jnp.zeros((), state.count.dtype), jnp.zeros(d, X.dtype), jnp.zeros(d, X.dtype))
+    side_a, side_b = N.welford_add(*zero, X[i]), N.welford_add(*zero, X[j])
 
-    def side_of(ok, ids):
-        odds = rows_of(ids) @ coef + const
-        drawn = coins[jnp.minimum(ids, n - 1)] < jax.nn.sigmoid(odds)
-        return jnp.where(do_split, drawn, now_a[jnp.minimum(ids, n - 1)]) & (ids != j) | (ids == i)
+    def allocate(t, acc):
+        a, b, log_q, z_new = acc
+        item = order[t]
+        x = X[item]
+        move = (item != i) & (item != j)
+        la = lp(*a, x, prior) + jnp.log(a[0].astype(X.dtype))
+        lb = lp(*b, x, prior) + jnp.log(b[0].astype(X.dtype))
+        p_a = jax.nn.sigmoid(la - lb)
+        # split: draw the side; merge: the side the item is on now (the reverse split's probability)
+        to_a = jnp.where(do_split, coins[t] < p_a, state.z[item] == zi)
+        log_q = log_q + jnp.where(move, jnp.where(to_a, jnp.log(p_a), jnp.log1p(-p_a)), 0.0)
+        a = jax.tree.map(lambda new, old: jnp.where(move & to_a, new, old), N.welford_add(*a, x), a)
+        b = jax.tree.map(lambda new, old: jnp.where(move & ~to_a, new, old), N.welford_add(*b, x), b)
+        z_new = z_new.at[item].set(jnp.where(move, jnp.where(to_a, zi, k_b), z_new[item]))
+        return a, b, log_q, z_new
 
-    def log_alloc(ok, ids, acc):
-        odds = rows_of(ids) @ coef + const
-        to_a = side_of(ok, ids)
-        lp = jnp.where(to_a, jax.nn.log_sigmoid(odds), jax.nn.log_sigmoid(-odds))
-        return acc + jnp.sum(jnp.where(ok & (ids != i) & (ids != j), lp, 0.0))
-
-    log_q_alloc = _over(idx, m, log_alloc, jnp.zeros((), X.dtype))
-    u = jnp.where(do_split, state.u.at[k_b].set(cls[i]), state.u)
-    proposal = _sides(X, idx, m, side_of, zi, k_b, state._replace(u=u))
-    # a merge: every item to zi (the draw is the reverse split's), j's slot emptied
-    merged = state._replace(
-        z=jnp.where(union, zi, state.z),
-        u=state.u.at[zj].set(-1),
-        count=state.count.at[zi].add(state.count[zj]).at[zj].set(0),
-    )
+    z_split = state.z.at[j].set(jnp.where(do_split, k_b, state.z[j]))
+    first = (side_a, side_b, jnp.zeros((), X.dtype), z_split)
+    side_a, side_b, log_q_split, z_split = jax.lax.fori_loop(0, jnp.sum(members), allocate, first)
+    # the proposal's statistics from the two sides (split) or the two components' (merge), not from all n items
     both = [(state.count[k], state.mean[k], state.scatter[k]) for k in (zi, zj)]
-    _, mean_m, scat_m = combine_moments(*both)
-    merged = merged._replace(
-        mean=merged.mean.at[zi].set(mean_m).at[zj].set(0.0),
-        scatter=merged.scatter.at[zi].set(scat_m).at[zj].set(0.0),
-    )
-    proposal = jax.tree.map(lambda a, b: jnp.where(do_split, a, b), proposal, merged)
+    new_a = jax.tree.map(lambda s, m: jnp.where(do_split, s, m), side_a, combine_moments(*both))
+    stats = [
+        jnp.where(do_split, field.at[k_b].set(sb), field.at[zj].set(jnp.zeros_like(sb))).at[zi].set(sa)
+        for field, sa, sb in zip((state.count, state.mean, state.scatter), new_a, side_b, strict=True)
+    ]
+    u = jnp.where(do_split, state.u.at[k_b].set(c), state.u.at[zj].set(-1))
+    z = jnp.where(do_split, z_split, jnp.where(state.z == zj, zi, state.z))
+    proposal = N.NestedState(z, u, *stats)
     # split: q(merge back) / q(split) = 1 / prod(allocation); merge: q(split back) / 1
-    log_q = jnp.where(do_split, -log_q_alloc, log_q_alloc)
+    log_q = jnp.where(do_split, -log_q_split, log_q_split)
     log_ratio = N.log_joint(proposal, data, prior, alpha, gamma, C) - N.log_joint(
         state, data, prior, alpha, gamma, C
     )
@@ -263,16 +163,11 @@ def component_split_merge(
     C: int,
     n_proposals: int = 8,
 ):
-    """Metropolis-Hastings split-merge of components inside a class: a random item ``i`` and another ``j`` of its
-    class; in one component, propose cutting it in two, in two components, propose uniting them. A split's sides
-    are launched deterministically from the two components' items and the anchors ``i`` and ``j`` alone (each
-    item to the nearer anchor, then a few passes of two-means with diagonal Gaussians, as the restricted scans of
-    Jain and Neal 2004 launch theirs, but without random scans), and every other item is drawn to a side at once
-    with its odds under the launched sides (divided by ``_LAUNCH_TEMPER``); the merge's reverse probability is
-    the same product. The items are placed in blocks, not one after another (as in Dahl 2003's sequential
-    allocation), so a proposal costs ``O(m D)`` array work for the ``m`` items of the two components. Lets a
-    component that spans two shapes split (and two halves of one shape merge) in one step. Returns ``(state,
-    info)``, the proposals counted as splits."""
+    """Metropolis-Hastings split-merge of components inside a class, by sequential allocation (Dahl 2003): a random
+    item and another of its class; in one component, propose cutting it in two, each other item going to the side
+    it fits given the items placed so far; in two components, propose uniting them. Lets a component that spans
+    two shapes split (and two halves of one shape merge) in one step. Returns ``(state, info)``, the proposals
+    counted as splits."""
     state, acc, prop, overflow = _propose(
         _component_split_merge_step, n_proposals, key, state, data, prior, alpha, gamma, C
     )
