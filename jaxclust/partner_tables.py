@@ -17,9 +17,9 @@ from jaxclust.shapes import next_pow2
 
 __all__ = [
     "MIN_PARTNER_CAPACITY",
-    "PartnerTables",
     "MIN_SPILL_ROWS",
     "PartnerRows",
+    "PartnerTables",
     "check_rows",
     "colouring",
     "padded_lists",

@@ -138,7 +138,7 @@ def _initial_state(cons: Constraints, data: N.NestedData, init: np.ndarray, comp
     """The chains' first state (chains, ...): the classes ``init`` (chains, n) repaired to keep every hard
     answer, with the given ``components`` (chains, n) cut where the repair moved items, else one component per
     class, in :func:`_slots` slots."""
-    n = len(cons.group_of)
+    n = cons.n
     starts = np.stack([_start(cons, row) for row in init])
     parts = starts if components is None else _parts(starts, components, n)
     K = _slots(int(parts.max()) + 1, n)

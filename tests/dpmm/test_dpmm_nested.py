@@ -563,9 +563,9 @@ def test_the_component_split_merge_cuts_a_component_that_holds_two_blobs_and_joi
     component (one class); the split-merge of components alone cuts the blobs apart in every chain within 40
     proposals (at most 2 items on the wrong side, which item moves would carry back; a chain may also cut a
     blob's tail off, as the posterior allows). From the blobs as two components each cut in half at random
-    (four components), it joins the halves back in every chain. A proposal that drew the sides at random, or a
-    merge whose reverse probability the deterministic cut made negligible, would do neither (the enumeration
-    tests check only that it is exact)."""
+    (four components), it joins the halves back in every chain. A proposal that drew the sides at random, or one
+    whose merges' reverse probabilities were negligible, would do neither (the enumeration tests check only that
+    the move is exact)."""
     rng = np.random.default_rng(0)
     blob = np.repeat([0, 1], 100)
     X = rng.normal(0.0, 1.0, (200, 3)) + 8.0 * blob[:, None]
