@@ -28,7 +28,9 @@ the joint by ``1 - eps`` where it agrees with the classes and by ``eps`` where i
 Moves (each ``(key, state, data) -> (state, info)``, exact, vectorized over chains with ``jax.vmap``):
 
 * :func:`item_sweep`: each item in turn draws its (class, component): any component of an allowed class, a new
-  component in an allowed class, or a new class (Neal 2000, Algorithm 3, at both levels);
+  component in an allowed class, or a new class (Neal 2000, Algorithm 3, at both levels), the parameters
+  integrated out; :mod:`jaxclust.dpmm.nested_params` has the same move given sampled component parameters,
+  the one :class:`~jaxclust.NestedDPMM` runs;
 * :func:`component_sweep`: each component in turn draws its class, its items moving together;
 * in :mod:`jaxclust.dpmm.nested_splitmerge`, three Metropolis-Hastings moves: merges and splits of whole
   classes (their components kept), splits and merges of components inside a class, and moves of a whole
@@ -72,6 +74,7 @@ __all__ = [
     "place_component",
     "init_from",
     "partner_classes",
+    "item_partners",
     "class_counts",
     "welford_add",
     "welford_remove",
@@ -103,8 +106,10 @@ class NestedData(NamedTuple):
     (P,) bool and ``weight`` (P,), the log odds a soft answer adds where it agrees with the classes
     (``ln((1 - eps) / eps)``; unused for hard answers); the groups of two or more items that hard must-links hold
     together: ``group_items`` (n,) their items, group after group (then -1), ``group_start`` (n + 1,) where each
-    group begins (``group_start[g + 1]`` where it ends) and ``n_groups`` () how many there are. The shapes
-    depend on ``n`` alone, so fits with other answers share a compiled program."""
+    group begins (``group_start[g + 1]`` where it ends) and ``n_groups`` () how many there are; ``item_rows``
+    (n, W) the rows of each item's answers (then -1), ``W`` the most answers about one item rounded up to a
+    power of two (at least 8), so that an item's move reads its own answers, not all ``P``. The shapes depend
+    on ``n``, the padded ``P`` and ``W``, so fits with other answers mostly share a compiled program."""
 
     X: jax.Array
     i: jax.Array
@@ -115,6 +120,7 @@ class NestedData(NamedTuple):
     group_items: jax.Array
     group_start: jax.Array
     n_groups: jax.Array
+    item_rows: jax.Array
 
 
 class NestedState(NamedTuple):
@@ -171,9 +177,11 @@ def component_log_predictive(count, mean, scatter, x, prior: NestedPrior) -> jax
 
 def class_counts(state: NestedState, C: int) -> tuple[jax.Array, jax.Array]:
     """Per class slot (C,): its items and its occupied components."""
-    seg = jnp.where(state.u >= 0, state.u, C)
-    items = jax.ops.segment_sum(state.count, seg, num_segments=C + 1)[:C]
-    comps = jax.ops.segment_sum((state.count > 0).astype(jnp.int32), seg, num_segments=C + 1)[:C]
+    hot = state.u[:, None] == jnp.arange(
+        C
+    )  # (K, C): a compare and a sum, cheaper than a scatter at these sizes
+    items = jnp.sum(jnp.where(hot, state.count[:, None], 0), 0)
+    comps = jnp.sum(hot & (state.count > 0)[:, None], 0, dtype=jnp.int32)
     return items, comps
 
 
@@ -204,7 +212,26 @@ def prepare(X, answers=(), dtype=jnp.float32) -> NestedData:
         to_device(hard),
         to_device(weight, dtype),
         *(to_device(a) for a in _group_layout(cons.group_of)),
+        to_device(_item_rows(n, i, j)),
     )
+
+
+def _item_rows(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """``item_rows`` of :class:`NestedData` (n, W): each item's answer rows in order, then -1."""
+    ends = np.concatenate([i, j]).astype(np.int64)
+    rows = np.tile(np.arange(len(i), dtype=np.int32), 2)
+    degree = np.bincount(ends, minlength=n)
+    width = 1 << (max(int(degree.max(initial=0)), _MIN_ROW_WIDTH) - 1).bit_length()
+    order = np.argsort(ends, kind="stable")
+    start = np.concatenate([[0], np.cumsum(degree)])
+    slot = np.arange(len(ends)) - start[ends[order]]
+    table = np.full((n, width), -1, np.int32)
+    table[ends[order], slot] = rows[order]
+    return table
+
+
+# the fewest answer rows an item's table holds (a compiled shape)
+_MIN_ROW_WIDTH = 8
 
 
 def _group_layout(group_of: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -333,6 +360,24 @@ def _partners(data: NestedData, a: jax.Array, b: jax.Array, oc: jax.Array, C: in
     return must_in, cannot_in, soft_in, jnp.sum(hard_must.astype(jnp.int32))
 
 
+def item_partners(i, data: NestedData, u: jax.Array, z: jax.Array, C: int):
+    """:func:`partner_classes` of item ``i`` alone, from its own answer rows (``data.item_rows``, ``O(W C)``, not
+    ``O(P)``), the classes ``u`` (K,) of the components ``z`` (n,)."""
+    if data.i.shape[0] == 0:  # no answers (a static shape)
+        none = jnp.zeros(C, jnp.int32)
+        return none, none, jnp.zeros(C, data.weight.dtype), jnp.zeros((), jnp.int32)
+    r = data.item_rows[i]
+    valid = r >= 0
+    r = jnp.maximum(r, 0)
+    other = jnp.where(data.i[r] == i, data.j[r], data.i[r])
+    hot = (u[z[other]][:, None] == jnp.arange(C)) & valid[:, None]  # (W, C): small, so no scatter
+    hard, must = data.hard[r][:, None], data.must[r][:, None]
+    must_in = jnp.sum(hot & hard & must, 0)
+    cannot_in = jnp.sum(hot & hard & ~must, 0)
+    soft_in = jnp.sum(jnp.where(hot & ~hard, data.weight[r][:, None], 0.0), 0)
+    return must_in, cannot_in, soft_in, jnp.sum(valid & data.hard[r] & data.must[r])
+
+
 def welford_add(n, mean, scatter, x):
     n1 = n + 1
     delta = x - mean
@@ -372,9 +417,7 @@ def item_conditional(i, state: NestedState, data: NestedData, prior: NestedPrior
     comp_score = lp(count, mean, scatter, x, prior) + jnp.log(count.astype(x.dtype))
     newcomp_score = lm_single + log_new + jnp.log(comps_per_class.astype(x.dtype))
     newclass_score = lm_single + log_new + jnp.log(gamma)
-    # answers: the other items' classes, read for the answers about i alone (O(P), not O(n), per item)
-    a, b = data.i == i, data.j == i
-    must_in, cannot_in, soft_in, n_must = _partners(data, a, b, u[state.z[jnp.where(a, data.j, data.i)]], C)
+    must_in, cannot_in, soft_in, n_must = item_partners(i, data, u, state.z, C)
     class_ok = (must_in == n_must) & (cannot_in == 0) & (n_class > 0)
     _, any_k = first_free(count > 0)
     _, any_c = first_free(n_class > 0)
@@ -395,7 +438,7 @@ def place_item(i, without: NestedState, choice, data: NestedData, C: int) -> Nes
     x = data.X[i]
     count, u = without.count, without.u
     K = count.shape[0]
-    n_class = jax.ops.segment_sum(count, jnp.where(u >= 0, u, C), num_segments=C + 1)[:C]
+    n_class, _ = class_counts(without, C)
     k_free, _ = first_free(count > 0)
     c_free, _ = first_free(n_class > 0)
     choice = jnp.asarray(choice, jnp.int32)

@@ -20,6 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 from jaxclust.coclustering import least_squares_sample, relabel
 from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.dpmm import nested as N
+from jaxclust.dpmm import nested_params as NP
 from jaxclust.dpmm import nested_splitmerge as MH
 from jaxclust.dpmm.capacity import headroom
 from jaxclust.dpmm.chains import repair_labels
@@ -204,7 +205,7 @@ def _run_block(state, keys, data, prior, alpha, gamma, n_split_merge):
         st, over = carry
         k1, k2, k3, k4, k5 = jax.random.split(key, 5)
         st = N.init_from(st.z, st.u, data, C)  # statistics afresh: the moves update them one item at a time
-        st, i1 = N.item_sweep(k1, st, data, prior, alpha, gamma, C)
+        st, i1 = NP.item_sweep_given_params(k1, st, data, prior, alpha, gamma, C)
         st, i2 = N.component_sweep(k2, st, data, prior, alpha, gamma, C)
         st, i3 = MH.class_split_merge(k3, st, data, prior, alpha, gamma, C, n_split_merge)
         st, i4 = MH.component_split_merge(k4, st, data, prior, alpha, gamma, C, n_split_merge)
@@ -226,7 +227,8 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     a diagonal Gaussian with its own mean and precision (as in :class:`~jaxclust.DPMM`), and classes a
     CRP(``gamma``) over the components, tied by nothing but the answers. Without answers the components are a
     DP mixture's and ``gamma`` sets how readily the samples join them: two components share a class with prior
-    probability ``1 / (1 + gamma)``. Each iteration of each chain is an item sweep, a component sweep, and
+    probability ``1 / (1 + gamma)``. Each iteration of each chain is an item sweep (given sampled component
+    parameters, :mod:`jaxclust.dpmm.nested_params`), a component sweep, and
     ``n_split_merge`` Metropolis-Hastings proposals of each kind: splits and merges of whole classes, of
     components inside a class, and moves of a whole must-linked group to another class.
 

@@ -16,6 +16,7 @@ from sklearn.metrics import adjusted_rand_score
 from jaxclust import NestedDPMM
 from jaxclust.dpmm import NormalGamma, nested_model
 from jaxclust.dpmm import nested as N
+from jaxclust.dpmm import nested_params as NP
 from jaxclust.dpmm import nested_splitmerge as MH
 from jaxclust.errors import InvalidInputError
 
@@ -205,6 +206,52 @@ def test_rounding_bounds_what_a_column_of_one_value_pays_for_a_split(x64):
         assert 0 < split_cost[1 / 12] < 2 * math.log(n)
 
 
+def test_sampled_parameters_follow_a_slots_posterior_by_quadrature_and_an_empty_slots_prior(x64):
+    """:func:`nested_params.component_params` against the posterior of a slot's mean and precision integrated
+    numerically (tempered likelihood with its rounding term, D = 1), and the prior for an empty slot."""
+    x = np.array([1.6, 2.1, 3.3])  # away from the prior's mean, so that the data's pull is checked
+    prior = PRIOR._replace(temper=0.5)
+    m0, k0, a0, b0 = float(prior.mean[0]), float(prior.kappa), float(prior.shape), float(prior.rate[0])
+    h2, tau = float(prior.rounding), 0.5
+
+    def density(mu, lam):  # unnormalised, in plain floats: the integrator calls it some 10^5 times
+        log_lik = sum(0.5 * math.log(lam / (2 * math.pi)) - 0.5 * lam * ((v - mu) ** 2 + h2) for v in x)
+        log_prior = (a0 - 0.5) * math.log(lam) - b0 * lam - 0.5 * k0 * lam * (mu - m0) ** 2
+        return math.exp(tau * log_lik + log_prior)
+
+    def moment(f):
+        return integrate.dblquad(lambda mu, lam: f(mu, lam) * density(mu, lam), 0, 80, -25, 25, epsrel=1e-9)[
+            0
+        ]
+
+    total = moment(lambda mu, lam: 1.0)
+    want = {
+        "lam": moment(lambda mu, lam: lam) / total,
+        "mu": moment(lambda mu, lam: mu) / total,
+        "mu2": moment(lambda mu, lam: mu * mu) / total,
+    }
+    data = N.prepare(x[:, None], [], dtype=jnp.float64)
+    state = N.init(np.zeros(3, int), [0], data, K=2)  # slot 1 empty
+    keys = jax.random.split(jax.random.key(0), 200_000)
+    lam, mu = jax.jit(jax.vmap(lambda k: NP.component_params(k, state, prior)))(keys)
+    lam, mu = np.asarray(lam)[:, :, 0], np.asarray(mu)[:, :, 0]
+    empty = {"lam": a0 / b0, "mu": m0, "mu2": m0 * m0 + b0 / (k0 * (a0 - 1))}
+    for slot, exact in ((0, want), (1, empty)):
+        for name, draws in (("lam", lam[:, slot]), ("mu", mu[:, slot]), ("mu2", mu[:, slot] ** 2)):
+            se = draws.std() / math.sqrt(len(draws))
+            assert abs(draws.mean() - exact[name]) < 4 * se, (slot, name, draws.mean(), exact[name])
+
+
+def test_an_items_log_density_given_parameters_is_the_tempered_gaussian_with_its_rounding(x64):
+    rng = np.random.default_rng(0)
+    x, lam, mu = rng.normal(size=3), rng.gamma(2.0, size=(4, 3)), rng.normal(size=(4, 3))
+    h2 = np.array([0.0, 0.02, 0.3])
+    prior = N.NestedPrior(jnp.zeros(3), 0.1, 2.0, jnp.ones(3), temper=0.7, rounding=jnp.asarray(h2))
+    got = NP.log_density(jnp.asarray(x), jnp.asarray(lam), jnp.asarray(mu), prior)
+    want = 0.7 * np.sum(stats.norm.logpdf(x, mu, 1 / np.sqrt(lam)) - lam * h2 / 2, -1)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_the_burn_in_anneals_from_the_start_to_one_over_its_first_half():
     got = [nested_model._temper(lo, 100, 0.1) for lo in range(0, 150, 10)]
     want = [0.1 ** (1 - lo / 50) for lo in range(0, 50, 10)] + [1.0] * 10
@@ -301,12 +348,18 @@ GROUP_OF_THREE = [(0, 3, "must"), (3, 4, "must"), (1, 4, "cannot", 0.2), (2, 3, 
 def _move_cases():
     # the sharp check of the Gibbs moves is test_each_moves_conditional_is_the_ratio_of_log_joints; the group
     # move is Metropolis-Hastings, and this is its check (a group of three, hard and soft answers, runs by default)
-    gibbs = ["item_sweep", "component_sweep", "class_split_merge", "component_split_merge"]
+    gibbs = [
+        "item_sweep",
+        "item_sweep_given_params",
+        "component_sweep",
+        "class_split_merge",
+        "component_split_merge",
+    ]
     for move in [*gibbs, "group_sweep"]:
         for case in ["none", "hard must across", "soft", "five items", "group of three"]:
             if case == "group of three" and move != "group_sweep":
                 continue
-            fast = move == "group_sweep" and case == "group of three"
+            fast = (move, case) in (("group_sweep", "group of three"), ("item_sweep_given_params", "soft"))
             yield pytest.param(case, move, marks=() if fast else pytest.mark.slow, id=f"{move}-{case}")
 
 
@@ -327,7 +380,7 @@ def test_each_move_alone_keeps_the_exact_posterior(case, move):
     c0 = np.array(
         [np.pad(states[keys[d]][1], (0, n - len(states[keys[d]][1])), constant_values=-1) for d in draws]
     )
-    step = getattr(N, move, None) or getattr(MH, move)
+    step = getattr(N, move, None) or getattr(NP, move, None) or getattr(MH, move)
 
     def run(key, z, c):
         st = N.init(z, c, data, n)
