@@ -30,7 +30,7 @@ Moves (each ``(key, state, data) -> (state, info)``, exact, vectorized over chai
 * :func:`item_sweep`: each item in turn draws its (class, component): any component of an allowed class, a new
   component in an allowed class, or a new class (Neal 2000, Algorithm 3, at both levels), the parameters
   integrated out; :mod:`jaxclust.dpmm.nested_params` has the same move given sampled component parameters,
-  the one :class:`~jaxclust.NestedDPMM` runs;
+  which :class:`~jaxclust.NestedDPMM` runs on four sweeps in five;
 * :func:`component_sweep`: each component in turn draws its class, its items moving together;
 * in :mod:`jaxclust.dpmm.nested_splitmerge`, three Metropolis-Hastings moves: merges and splits of whole
   classes (their components kept), splits and merges of components inside a class, and moves of a whole

@@ -19,7 +19,8 @@ that joint is the collapsed model restricted to ``K₊ <= K``; a sweep is a Gibb
 
 An item that leaves a slot of its own leaves its ``θ`` behind, and may come back to it. New components are
 rarer than under the collapsed sweep (a parameter drawn from the prior seldom fits an item as well as the prior
-predictive does, more so in many dimensions); the split-merge of components proposes them.
+predictive does, more so in many dimensions): :class:`~jaxclust.NestedDPMM` runs the collapsed sweep every
+fifth sweep, and the split-merge of components proposes them too.
 """
 
 from __future__ import annotations
