@@ -177,9 +177,8 @@ def component_log_predictive(count, mean, scatter, x, prior: NestedPrior) -> jax
 
 def class_counts(state: NestedState, C: int) -> tuple[jax.Array, jax.Array]:
     """Per class slot (C,): its items and its occupied components."""
-    hot = state.u[:, None] == jnp.arange(
-        C
-    )  # (K, C): a compare and a sum, cheaper than a scatter at these sizes
+    # (K, C): a compare and a sum, cheaper than a scatter at these sizes
+    hot = state.u[:, None] == jnp.arange(C)
     items = jnp.sum(jnp.where(hot, state.count[:, None], 0), 0)
     comps = jnp.sum(hot & (state.count > 0)[:, None], 0, dtype=jnp.int32)
     return items, comps
