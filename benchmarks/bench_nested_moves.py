@@ -6,7 +6,8 @@ and classes (the state a warm refit starts from). Each move is one ``jax.jit`` o
 timed over ``--repeats`` calls after a compiling one; then a warm ``NestedDPMM.fit`` of 10 iterations from the
 same start (the moves, the per-sweep statistics and the host work of a refit), at each ``--fit-proposals``.
 Prints JSON: milliseconds per call (CPU time of the process and wall time) and each move's share of the moves'
-sum (timed alone, they need not add up to the fit's iteration). The item sweep is the one the fit runs (given
+sum (timed alone, they need not add up to the fit's iteration), and the seconds XLA takes to compile each move and
+the fit's block of sweeps (``compile_s``: what a cold first fit waits for, once per shape). The item sweep is the one the fit runs (given
 sampled component parameters); the collapsed one is timed beside it.
 
     python benchmarks/bench_nested_moves.py --n 1500 --d 8 --slots 16
@@ -20,6 +21,13 @@ import json
 import time
 
 import numpy as np
+
+
+def _compile_seconds(fn, *args) -> float:
+    """Seconds to lower and compile the jitted ``fn`` for ``args`` (nothing cached: a fresh compile)."""
+    t = time.perf_counter()
+    fn.lower(*args).compile()
+    return round(time.perf_counter() - t, 2)
 
 
 def _timed(fn, repeats: int) -> dict:
@@ -57,6 +65,7 @@ def main() -> None:
     from jaxclust.dpmm import nested as N
     from jaxclust.dpmm import nested_params as NP
     from jaxclust.dpmm import nested_splitmerge as MH
+    from jaxclust.dpmm.nested_model import _run_block
 
     rng = np.random.default_rng(args.seed)
     n_blobs = 2 * args.classes
@@ -87,14 +96,19 @@ def main() -> None:
         "component split-merge": lambda k, s: MH.component_split_merge(k, s, data, prior, 1.0, 10.0, C, P),
         "group moves": lambda k, s: MH.group_sweep(k, s, data, prior, 1.0, 10.0, C, P),
     }
-    out: dict = {"setup": vars(args), "moves": {}}
+    out: dict = {"setup": vars(args), "moves": {}, "compile_s": {}}
     for name, move in moves.items():
         fn = jax.jit(jax.vmap(lambda k, s, move=move: move(k, s)[0]))
+        out["compile_s"][name] = _compile_seconds(fn, keys, state)
         out["moves"][name] = _timed(lambda fn=fn: fn(keys, state), args.repeats)
     run = [m for name, m in out["moves"].items() if name != "collapsed item sweep"]  # the moves a fit runs
     total = sum(m["cpu_ms"] for m in run)
     for m in run:
         m["share"] = round(m["cpu_ms"] / total, 3)
+    block_keys = jax.vmap(lambda k: jax.random.split(k, 10))(keys)
+    out["compile_s"]["block of sweeps"] = _compile_seconds(
+        _run_block, state, block_keys, data, prior, 1.0, 10.0, jnp.int32(P)
+    )
     # the moves timed alone do not add up to a fit (one compiled program of all five): time the fit too, at each
     # number of proposals asked for
     out["warm_fit_of_10"] = {}

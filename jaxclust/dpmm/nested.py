@@ -52,6 +52,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from jaxclust.constraints import Constraints
+from jaxclust.dpmm.draws import gumbels
 from jaxclust.dpmm.state import no_moves
 from jaxclust.errors import InvalidInputError
 from jaxclust.transfer import to_device
@@ -462,7 +463,7 @@ def item_sweep(key, state: NestedState, data: NestedData, prior: NestedPrior, al
     draw is the argmax of the log weights plus Gumbel noise, drawn for the whole sweep at once."""
     n, K = data.X.shape[0], state.count.shape[0]
     # one random call per sweep, not a key split and a draw per item (most of an item's cost at small D)
-    noise = jax.random.gumbel(key, (n, K + C + 1), data.X.dtype)
+    noise = gumbels(key, (n, K + C + 1), data.X.dtype)
 
     def move(i, carry):
         st, overflow = carry

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxclust.dpmm import nested as N
+from jaxclust.dpmm.draws import gamma_draws, gumbels, normal_draws
 from jaxclust.dpmm.state import no_moves
 
 __all__ = ["component_params", "log_density", "item_sweep_given_params"]
@@ -48,8 +49,8 @@ def component_params(key, state: N.NestedState, prior: N.NestedPrior) -> tuple[j
     a_n = jnp.broadcast_to(a0 + 0.5 * v, state.mean.shape)
     b_n = b0 + 0.5 * (tau * state.scatter + v * h2 + k0 * v * y * y / k_n)
     k_lam, k_mu = jax.random.split(key)
-    lam = jax.random.gamma(k_lam, a_n) / b_n
-    mu = m0 + v * y / k_n + jax.random.normal(k_mu, state.mean.shape, state.mean.dtype) / jnp.sqrt(k_n * lam)
+    lam = gamma_draws(k_lam, a_n) / b_n
+    mu = m0 + v * y / k_n + normal_draws(k_mu, state.mean.shape, state.mean.dtype) / jnp.sqrt(k_n * lam)
     return lam, mu
 
 
@@ -79,8 +80,8 @@ def item_sweep_given_params(
     lam, mu = component_params(k_theta, state, prior)
     ll = _log_density(lam, mu, prior)
     dt = data.X.dtype
-    noise = jax.random.gumbel(k_noise, (n, K + C + 1), dt)
-    slot_noise = jax.random.gumbel(k_slot, (n, K), dt)
+    noise = gumbels(k_noise, (n, K + C + 1), dt)
+    slot_noise = gumbels(k_slot, (n, K), dt)
 
     def move(i, carry):
         z, u, count, overflow = carry

@@ -13,6 +13,7 @@ from jaxclust.dpmm.draws import (
     gamma_draw,
     gamma_draws,
     gamma_from_uniforms,
+    gumbels,
     normal_draws,
     normals_from_uniforms,
     uniforms,
@@ -70,3 +71,17 @@ def test_box_muller_closed_form():
     np.testing.assert_allclose(np.asarray(normals_from_uniforms(u))[0], want, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="even"):
         normals_from_uniforms(jnp.ones((3,), jnp.float32) * 0.5)
+
+
+@pytest.mark.parametrize("shape", [(), (7,), (5, 3), (4, 6, 2)])
+def test_flat_uniforms_and_gumbels_are_the_values_of_jax_random_for_the_same_key(shape):
+    # drawn flat and reshaped (it compiles faster): a sampler that switches to them keeps its draws for a seed
+    key = jax.random.key(11)
+    tiny = jnp.finfo(jnp.float32).tiny
+    u = jax.jit(lambda k: uniforms(k, shape, jnp.float32))(key)
+    g = jax.jit(lambda k: gumbels(k, shape, jnp.float32))(key)
+    want_u = jax.jit(lambda k: jax.random.uniform(k, shape, jnp.float32, minval=tiny))(key)
+    want_g = jax.jit(lambda k: jax.random.gumbel(k, shape, jnp.float32))(key)
+    assert u.shape == g.shape == shape
+    np.testing.assert_array_equal(np.asarray(u), np.asarray(want_u))
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(want_g))
