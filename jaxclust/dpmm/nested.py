@@ -69,6 +69,8 @@ __all__ = [
     "log_joint",
     "item_sweep",
     "component_sweep",
+    "item_options",
+    "chosen_slot",
     "item_conditional",
     "place_item",
     "component_conditional",
@@ -398,6 +400,52 @@ def first_free(occupied: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jnp.argmax(free), jnp.any(free)
 
 
+def item_options(i, u, count, z, join, new, data: NestedData, alpha, gamma, C: int):
+    """The log weights (K + C + 1,) of item ``i``'s options, out of its component (``u``, ``count`` (K,) without
+    it; ``z`` (n,)): joining occupied component k, a new component in class c, or a new class (-inf where not
+    allowed), from the item's log likelihood ``join`` (K,) in each component and ``new`` () in a new one (the
+    prior predictive, or a sampled empty slot's); and ``need_slot``, whether an allowed option lacked a slot.
+    The collapsed sweep and the sweep given parameters differ only in ``join`` and ``new``."""
+    dt = join.dtype
+    occupied = count > 0
+    n_class, comps_per_class = class_counts(NestedState(z, u, count, None, None), C)
+    log_new = jnp.log(alpha) - jnp.log(jnp.sum(occupied) + gamma)  # a new component, seated among the others
+    uk = jnp.maximum(u, 0)
+    must_in, cannot_in, soft_in, n_must = item_partners(i, data, u, z, C)
+    class_ok = (must_in == n_must) & (cannot_in == 0) & (n_class > 0)
+    _, any_k = first_free(occupied)
+    _, any_c = first_free(n_class > 0)
+    comp_ok = occupied & class_ok[uk]
+    scores = jnp.concatenate(
+        [
+            jnp.where(comp_ok, join + jnp.log(count.astype(dt)) + soft_in[uk], -jnp.inf),
+            jnp.where(
+                class_ok & any_k, new + log_new + jnp.log(comps_per_class.astype(dt)) + soft_in, -jnp.inf
+            ),
+            jnp.where((n_must == 0) & any_k & any_c, new + log_new + jnp.log(gamma), -jnp.inf)[None],
+        ]
+    )
+    need_slot = (~any_k & jnp.any(class_ok)) | ((~any_k | ~any_c) & (n_must == 0))
+    return scores, need_slot
+
+
+def chosen_slot(choice, u, count, k_new, C: int) -> tuple[jax.Array, jax.Array]:
+    """The component slot and class slot of option ``choice`` (:func:`item_options`), given ``u``, ``count`` (K,)
+    without the item and ``k_new``, the slot a new component takes: ``(k, c)``."""
+    K = count.shape[0]
+    n_class, _ = class_counts(NestedState(None, u, count, None, None), C)
+    c_free, _ = first_free(n_class > 0)
+    choice = jnp.asarray(choice, jnp.int32)
+    is_comp = choice < K
+    k = jnp.where(is_comp, choice, jnp.asarray(k_new, jnp.int32))
+    c = jnp.where(
+        is_comp,
+        u[jnp.minimum(choice, K - 1)],
+        jnp.where(choice < K + C, choice - K, c_free.astype(jnp.int32)),
+    )
+    return k, c
+
+
 def item_conditional(i, state: NestedState, data: NestedData, prior: NestedPrior, alpha, gamma, C: int):
     """Item ``i``'s full conditional: ``(without, scores, need_slot)``: the state without it, and the log weights
     (K + C + 1,) of joining component k, a new component in class c, or a new class (-inf where not allowed)."""
@@ -408,51 +456,23 @@ def item_conditional(i, state: NestedState, data: NestedData, prior: NestedPrior
     mean = state.mean.at[k_old].set(m1)
     scatter = state.scatter.at[k_old].set(s1)
     u = jnp.where(count > 0, state.u, -1)
-    without = NestedState(state.z, u, count, mean, scatter)
     lp = component_log_predictive
-    lm_single = lp(jnp.zeros((), count.dtype), jnp.zeros_like(x), jnp.zeros_like(x), x, prior)
-    n_class, comps_per_class = class_counts(without, C)
-    log_new = jnp.log(alpha) - jnp.log(jnp.sum(count > 0) + gamma)  # a new component, seated among the others
-    uk = jnp.maximum(u, 0)
-    comp_score = lp(count, mean, scatter, x, prior) + jnp.log(count.astype(x.dtype))
-    newcomp_score = lm_single + log_new + jnp.log(comps_per_class.astype(x.dtype))
-    newclass_score = lm_single + log_new + jnp.log(gamma)
-    must_in, cannot_in, soft_in, n_must = item_partners(i, data, u, state.z, C)
-    class_ok = (must_in == n_must) & (cannot_in == 0) & (n_class > 0)
-    _, any_k = first_free(count > 0)
-    _, any_c = first_free(n_class > 0)
-    comp_ok = (count > 0) & class_ok[uk]
-    scores = jnp.concatenate(
-        [
-            jnp.where(comp_ok, comp_score + soft_in[uk], -jnp.inf),
-            jnp.where(class_ok & any_k, newcomp_score + soft_in, -jnp.inf),
-            jnp.where((n_must == 0) & any_k & any_c, newclass_score, -jnp.inf)[None],
-        ]
-    )
-    need_slot = (~any_k & jnp.any(class_ok)) | ((~any_k | ~any_c) & (n_must == 0))
-    return without, scores, need_slot
+    join = lp(count, mean, scatter, x, prior)
+    new = lp(jnp.zeros((), count.dtype), jnp.zeros_like(x), jnp.zeros_like(x), x, prior)
+    scores, need_slot = item_options(i, u, count, state.z, join, new, data, alpha, gamma, C)
+    return NestedState(state.z, u, count, mean, scatter), scores, need_slot
 
 
 def place_item(i, without: NestedState, choice, data: NestedData, C: int) -> NestedState:
     """Item ``i`` put back into ``without`` (:func:`item_conditional`) at option ``choice``."""
     x = data.X[i]
-    count, u = without.count, without.u
-    K = count.shape[0]
-    n_class, _ = class_counts(without, C)
-    k_free, _ = first_free(count > 0)
-    c_free, _ = first_free(n_class > 0)
-    choice = jnp.asarray(choice, jnp.int32)
-    is_comp = choice < K
-    is_newcomp = (choice >= K) & (choice < K + C)
-    k_new = jnp.where(is_comp, choice, k_free.astype(jnp.int32))
-    c_new = jnp.where(
-        is_comp, u[jnp.minimum(choice, K - 1)], jnp.where(is_newcomp, choice - K, c_free.astype(jnp.int32))
-    )
-    n2, m2, s2 = welford_add(count[k_new], without.mean[k_new], without.scatter[k_new], x)
+    k_free, _ = first_free(without.count > 0)
+    k_new, c_new = chosen_slot(choice, without.u, without.count, k_free, C)
+    n2, m2, s2 = welford_add(without.count[k_new], without.mean[k_new], without.scatter[k_new], x)
     return NestedState(
         without.z.at[i].set(k_new),
-        u.at[k_new].set(c_new),
-        count.at[k_new].set(n2),
+        without.u.at[k_new].set(c_new),
+        without.count.at[k_new].set(n2),
         without.mean.at[k_new].set(m2),
         without.scatter.at[k_new].set(s2),
     )

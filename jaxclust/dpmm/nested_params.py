@@ -85,41 +85,15 @@ def item_sweep_given_params(
 
     def move(i, carry):
         z, u, count, overflow = carry
-        k_old = z[i]
-        lli = ll(data.X[i])
-        count = count.at[k_old].add(-1)
+        count = count.at[z[i]].add(-1)
         u = jnp.where(count > 0, u, -1)
-        st = N.NestedState(z, u, count, state.mean, state.scatter)  # only z, u and count are read below
-        n_class, comps_per_class = N.class_counts(st, C)
-        must_in, cannot_in, soft_in, n_must = N.item_partners(i, data, u, z, C)
-        occupied = count > 0
-        n_occupied = jnp.sum(occupied)
-        empty_ll = jnp.where(occupied, -jnp.inf, lli)
-        any_k = n_occupied < K
+        lli = ll(data.X[i])
+        empty_ll = jnp.where(count > 0, -jnp.inf, lli)
         # a new component: any empty slot, each with probability 1 / (K - K+) and its own parameter
-        new = jax.nn.logsumexp(empty_ll) - jnp.log(jnp.maximum(K - n_occupied, 1).astype(dt))
-        log_new = new + jnp.log(alpha) - jnp.log(n_occupied + gamma)
-        class_ok = (must_in == n_must) & (cannot_in == 0) & (n_class > 0)
-        c_free, any_c = N.first_free(n_class > 0)
-        uk = jnp.maximum(u, 0)
-        scores = jnp.concatenate(
-            [
-                jnp.where(occupied & class_ok[uk], lli + jnp.log(count.astype(dt)) + soft_in[uk], -jnp.inf),
-                jnp.where(
-                    class_ok & any_k, log_new + jnp.log(comps_per_class.astype(dt)) + soft_in, -jnp.inf
-                ),
-                jnp.where((n_must == 0) & any_k & any_c, log_new + jnp.log(gamma), -jnp.inf)[None],
-            ]
-        )
-        choice = jnp.argmax(scores + noise[i]).astype(jnp.int32)
-        is_comp = choice < K
-        k_new = jnp.where(is_comp, choice, jnp.argmax(empty_ll + slot_noise[i]).astype(jnp.int32))
-        c_new = jnp.where(
-            is_comp,
-            u[jnp.minimum(choice, K - 1)],
-            jnp.where(choice < K + C, choice - K, c_free.astype(jnp.int32)),
-        )
-        need_slot = (~any_k & jnp.any(class_ok)) | ((~any_k | ~any_c) & (n_must == 0))
+        new = jax.nn.logsumexp(empty_ll) - jnp.log(jnp.maximum(jnp.sum(count == 0), 1).astype(dt))
+        scores, need_slot = N.item_options(i, u, count, z, lli, new, data, alpha, gamma, C)
+        choice = jnp.argmax(scores + noise[i])
+        k_new, c_new = N.chosen_slot(choice, u, count, jnp.argmax(empty_ll + slot_noise[i]), C)
         return z.at[i].set(k_new), u.at[k_new].set(c_new), count.at[k_new].add(1), overflow | need_slot
 
     first = (state.z, state.u, state.count, jnp.zeros((), bool))
