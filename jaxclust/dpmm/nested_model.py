@@ -209,7 +209,7 @@ def _run_block(state, keys, data, prior, alpha, gamma, n_split_merge):
         k1, k2, k3, k4, k5 = jax.random.split(key, 5)
         st = N.init_from(st.z, st.u, data, C)  # statistics afresh: the moves update them one item at a time
         # given sampled parameters: cheaper; collapsed every _COLLAPSED_EVERY sweeps: it opens new components
-        # from the prior predictive, which a parameter drawn from the prior seldom fits (sonar's 60 columns)
+        # from the prior predictive, which a parameter drawn from the prior seldom fits in many columns
         st, i1 = jax.lax.cond(
             t % _COLLAPSED_EVERY == _COLLAPSED_EVERY - 1,
             lambda s: N.item_sweep(k1, s, data, prior, alpha, gamma, C),
