@@ -262,7 +262,10 @@ def main() -> None:
         help="flip each random answer with this probability and give it as a soft answer with this rate",
     )
     args = ap.parse_args()
-    given = {k: float(v) for k, v in (p.split("=", 1) for p in args.param)}
+    # an integer as written stays one (n_split_merge, n_chains); any other number is a float
+    given = {
+        k: int(v) if v.lstrip("-").isdigit() else float(v) for k, v in (p.split("=", 1) for p in args.param)
+    }
     if args.wrong and (args.session or args.baseline or args.baseline_only):
         ap.error("--wrong is for the one-fit-per-budget runs of NestedDPMM")
     out = Path(args.out)
