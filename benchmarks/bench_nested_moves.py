@@ -6,9 +6,10 @@ and classes (the state a warm refit starts from). Each move is one ``jax.jit`` o
 timed over ``--repeats`` calls after a compiling one; then a warm ``NestedDPMM.fit`` of 10 iterations from the
 same start (the moves, the per-sweep statistics and the host work of a refit), at each ``--fit-proposals``.
 Prints JSON: milliseconds per call (CPU time of the process and wall time) and each move's share of the moves'
-sum (timed alone, they need not add up to the fit's iteration), and the seconds XLA takes to compile each move and
-the fit's block of sweeps (``compile_s``: what a cold first fit waits for, once per shape). The item sweep is the one the fit runs (given
-sampled component parameters); the collapsed one is timed beside it.
+sum (timed alone, they need not add up to the fit's iteration), and the seconds XLA takes to compile each move
+and the fit's block of sweeps (``compile_s``: what a cold first fit waits for, once per shape; a move compiled
+alone closes over the data as a constant, so the block's figure is the one to read). The item sweep is the one
+the fit runs (given sampled component parameters); the collapsed one is timed beside it.
 
     python benchmarks/bench_nested_moves.py --n 1500 --d 8 --slots 16
     python benchmarks/bench_nested_moves.py --n 1500 --d 16 --classes 10 --slots 32 --fit-proposals 0 5 20
