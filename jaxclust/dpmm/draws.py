@@ -5,7 +5,7 @@ Every random-number call site is a separate copy of the generator in a compiled 
 polynomial of a few dozen instructions that XLA inlines into each kernel that reads it. The samplers draw
 several gamma and normal arrays per iteration, so these helpers take *uniforms* (one call for all of a move's
 needs) and transform them without loops. The uniforms are drawn as one flat array and reshaped: the same
-values as a draw of the full shape, whose generator XLA compiles several times more slowly on the CPU.
+values as a draw of the full shape, whose generator XLA compiles more slowly on the CPU.
 
 - normals by Box-Muller (``sqrt(-2 ln u1) (cos, sin)(2 pi u2)``: two independent normals per pair, exact);
 - Gamma(shape, 1) by Marsaglia & Tsang (2000) with a fixed budget of :data:`N_TRY` proposals, run at
@@ -51,8 +51,8 @@ GAMMA_UNIFORMS = 2 * N_TRY + 1
 
 def uniforms(key: jax.Array, shape: tuple, dtype) -> jax.Array:
     """Uniforms on (0, 1) of ``shape`` (``tiny`` at the least, so logs stay finite): the values of
-    ``jax.random.uniform(key, shape, ...)``, drawn as one flat array and reshaped, which compiles several times
-    faster on the CPU (the generator's counters over a flat index rather than over every axis)."""
+    ``jax.random.uniform(key, shape, ...)``, drawn as one flat array and reshaped, which compiles faster on the
+    CPU (the generator's counters over a flat index rather than over every axis)."""
     flat = jax.random.uniform(key, (math.prod(shape),), dtype, minval=jnp.finfo(dtype).tiny)
     return flat.reshape(shape)
 

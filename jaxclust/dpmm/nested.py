@@ -404,8 +404,9 @@ def item_options(i, u, count, z, join, new, data: NestedData, alpha, gamma, C: i
     """The log weights (K + C + 1,) of item ``i``'s options, out of its component (``u``, ``count`` (K,) without
     it; ``z`` (n,)): joining occupied component k, a new component in class c, or a new class (-inf where not
     allowed), from the item's log likelihood ``join`` (K,) in each component and ``new`` () in a new one (the
-    prior predictive, or a sampled empty slot's); and ``need_slot``, whether an allowed option lacked a slot.
-    The collapsed sweep and the sweep given parameters differ only in ``join`` and ``new``."""
+    prior predictive, or a sampled empty slot's); ``need_slot``, whether an allowed option lacked a slot; and
+    the class slot a new class takes (for :func:`chosen_slot`). The collapsed sweep and the sweep given
+    parameters differ only in ``join`` and ``new``."""
     dt = join.dtype
     occupied = count > 0
     n_class, comps_per_class = class_counts(NestedState(z, u, count, None, None), C)
@@ -414,7 +415,7 @@ def item_options(i, u, count, z, join, new, data: NestedData, alpha, gamma, C: i
     must_in, cannot_in, soft_in, n_must = item_partners(i, data, u, z, C)
     class_ok = (must_in == n_must) & (cannot_in == 0) & (n_class > 0)
     _, any_k = first_free(occupied)
-    _, any_c = first_free(n_class > 0)
+    c_free, any_c = first_free(n_class > 0)
     comp_ok = occupied & class_ok[uk]
     scores = jnp.concatenate(
         [
@@ -426,15 +427,14 @@ def item_options(i, u, count, z, join, new, data: NestedData, alpha, gamma, C: i
         ]
     )
     need_slot = (~any_k & jnp.any(class_ok)) | ((~any_k | ~any_c) & (n_must == 0))
-    return scores, need_slot
+    return scores, need_slot, c_free
 
 
-def chosen_slot(choice, u, count, k_new, C: int) -> tuple[jax.Array, jax.Array]:
-    """The component slot and class slot of option ``choice`` (:func:`item_options`), given ``u``, ``count`` (K,)
-    without the item and ``k_new``, the slot a new component takes: ``(k, c)``."""
-    K = count.shape[0]
-    n_class, _ = class_counts(NestedState(None, u, count, None, None), C)
-    c_free, _ = first_free(n_class > 0)
+def chosen_slot(choice, u, k_new, c_free, C: int) -> tuple[jax.Array, jax.Array]:
+    """The component slot and class slot of option ``choice`` (:func:`item_options`), given the classes ``u``
+    (K,) without the item, ``k_new``, the slot a new component takes, and ``c_free``, the class slot a new class
+    takes: ``(k, c)``."""
+    K = u.shape[0]
     choice = jnp.asarray(choice, jnp.int32)
     is_comp = choice < K
     k = jnp.where(is_comp, choice, jnp.asarray(k_new, jnp.int32))
@@ -459,15 +459,17 @@ def item_conditional(i, state: NestedState, data: NestedData, prior: NestedPrior
     lp = component_log_predictive
     join = lp(count, mean, scatter, x, prior)
     new = lp(jnp.zeros((), count.dtype), jnp.zeros_like(x), jnp.zeros_like(x), x, prior)
-    scores, need_slot = item_options(i, u, count, state.z, join, new, data, alpha, gamma, C)
+    scores, need_slot, _ = item_options(i, u, count, state.z, join, new, data, alpha, gamma, C)
     return NestedState(state.z, u, count, mean, scatter), scores, need_slot
 
 
 def place_item(i, without: NestedState, choice, data: NestedData, C: int) -> NestedState:
     """Item ``i`` put back into ``without`` (:func:`item_conditional`) at option ``choice``."""
     x = data.X[i]
+    n_class, _ = class_counts(without, C)
     k_free, _ = first_free(without.count > 0)
-    k_new, c_new = chosen_slot(choice, without.u, without.count, k_free, C)
+    c_free, _ = first_free(n_class > 0)
+    k_new, c_new = chosen_slot(choice, without.u, k_free, c_free, C)
     n2, m2, s2 = welford_add(without.count[k_new], without.mean[k_new], without.scatter[k_new], x)
     return NestedState(
         without.z.at[i].set(k_new),

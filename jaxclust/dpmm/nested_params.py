@@ -91,9 +91,9 @@ def item_sweep_given_params(
         empty_ll = jnp.where(count > 0, -jnp.inf, lli)
         # a new component: any empty slot, each with probability 1 / (K - K+) and its own parameter
         new = jax.nn.logsumexp(empty_ll) - jnp.log(jnp.maximum(jnp.sum(count == 0), 1).astype(dt))
-        scores, need_slot = N.item_options(i, u, count, z, lli, new, data, alpha, gamma, C)
+        scores, need_slot, c_free = N.item_options(i, u, count, z, lli, new, data, alpha, gamma, C)
         choice = jnp.argmax(scores + noise[i])
-        k_new, c_new = N.chosen_slot(choice, u, count, jnp.argmax(empty_ll + slot_noise[i]), C)
+        k_new, c_new = N.chosen_slot(choice, u, jnp.argmax(empty_ll + slot_noise[i]), c_free, C)
         return z.at[i].set(k_new), u.at[k_new].set(c_new), count.at[k_new].add(1), overflow | need_slot
 
     first = (state.z, state.u, state.count, jnp.zeros((), bool))
