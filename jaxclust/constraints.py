@@ -103,10 +103,9 @@ class Constraints(GroupQueries, PartnerTables, SoftAnswers):
         log = [(p, True) for p in pair_list(must_link, "must_link")]
         log += [(p, False) for p in pair_list(cannot_link, "cannot_link")]
         eps = check_error_rate(error_rate, "error_rate")
-        if eps > 0:
-            self._init(n, [], on_conflict, dropped=(), soft=[(p, must, eps) for p, must in log])
-        else:
-            self._init(n, log, on_conflict, dropped=())
+        # with an error rate, every pair is an answer that may be wrong: none is a hard constraint
+        hard, soft = ([], [(p, must, eps) for p, must in log]) if eps > 0 else (log, [])
+        self._init(n, hard, on_conflict, dropped=(), soft=soft)
 
     # construction -------------------------------------------------------------------------------------------
     def _init(
@@ -384,11 +383,9 @@ def as_constraints(
             raise ConstraintError(
                 f"constraints: unknown keys {unknown} given to {where} (use 'must_link', 'cannot_link')"
             )
-        c = Constraints(
-            n, must_link=constraints.get("must_link", ()), cannot_link=constraints.get("cannot_link", ())
-        )
+        c = (constraints.get("must_link", ()), constraints.get("cannot_link", ()))
     elif isinstance(constraints, tuple | list) and len(constraints) == 2 and not np.isscalar(constraints[0]):
-        c = Constraints(n, must_link=constraints[0], cannot_link=constraints[1])
+        c = tuple(constraints)
     elif (
         isinstance(constraints, np.ndarray)
         or hasattr(constraints, "__array__")
@@ -404,6 +401,8 @@ def as_constraints(
             f"constraints: {where} expected a jaxclust.Constraints, a dict with 'must_link'/'cannot_link' or "
             f"a pair (must_link, cannot_link), got {type(constraints).__name__}"
         )
+    if not isinstance(c, Constraints):
+        c = Constraints(n, must_link=c[0], cannot_link=c[1])
     if c.n != n:
         raise ConstraintError(f"constraints: built for {c.n} items but {subject.format(n=n)} ({where})")
     if not soft and c.answers:

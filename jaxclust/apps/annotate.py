@@ -178,53 +178,45 @@ def run_annotate(
     ----------
     data : path
         The items: a CSV of numbers, a CSV with a text column (``text_column``), a ``.txt`` file (one text per
-        line), JSON lines (a ``text`` field, or ``text_column``) or a ``.npy`` array (see
-        :mod:`jaxclust.apps.items` and the module docstring).
+        line), JSON lines (a ``text`` field, or ``text_column``) or a ``.npy`` array (:mod:`jaxclust.apps.items`).
     store : path
         Answer store (``.sqlite``/``.db`` or ``.jsonl``); reused to resume.
     n_queries : int
         Total questions for the session, stored answers included (shared store: everybody's answers).
-    name_column, context_column, text_column : str, optional
-        CSV columns (JSON-lines fields): the items' names, a line shown under each name, the texts.
-    ignore_columns : sequence of str
-        CSV columns that are neither features nor shown (a gold label, a comment).
-    strategy, batch_size, random_state :
-        Passed to :class:`~jaxclust.active.ActiveLearner`; default ``"explore"`` with one question per refit.
+    name_column, context_column, text_column, ignore_columns :
+        CSV columns (JSON-lines fields): the items' names, a line shown under each name, the texts; columns that
+        are neither features nor shown (a gold label, a comment).
+    strategy, batch_size, random_state, stop_entropy :
+        Passed to :class:`~jaxclust.active.ActiveLearner`: default ``"explore"``, one question per refit, a
+        confidence stop at :data:`DEFAULT_STOP_ENTROPY` nats (``0`` or ``None`` never stops early).
     labels_out : path, optional
         Writes ``name,cluster`` (``name,cluster,text`` for texts) for the final clustering.
     model : estimator, optional
-        Default: :func:`~jaxclust.apps.opening.default_model` (``DPMM(n_chains=4, n_burnin=50, n_samples=10,
-        thin=3, random_state=random_state)``) on the features, built after every option is checked.
-    sampler_options : dict, optional
-        ``model`` (``"dpmm"`` or ``"nested"``), ``n_chains``, ``n_burnin``, ``n_samples`` of that default model
-        (ignored when ``model`` is given).
-    input_fn, output :
-        Replace the terminal (tests, notebooks).
-    stop_entropy : float or None
-        Confidence stop (nats), see :data:`DEFAULT_STOP_ENTROPY`; ``0`` or ``None`` never stops early.
+        Default: :func:`~jaxclust.apps.opening.default_model` on the features, built after every option is
+        checked; ``sampler_options`` (``model``: ``"dpmm"`` or ``"nested"``, ``n_chains``, ``n_burnin``,
+        ``n_samples``) set it (ignored when ``model`` is given).
+    input_fn, output, progress :
+        Replace the terminal (tests, notebooks); a progress bar over each fit.
     spelled : dict, optional
         How error messages name the options (the command line passes ``{"n_queries": "--n-queries", ...}``).
-    annotator : str, optional
-        Who answers, stored with every answer (default: the operating-system user name).
-    shared : bool
-        Several annotators on one SQLite store at once (see :class:`~jaxclust.active.AnswerStore`).
+    annotator, shared :
+        Who answers, stored with every answer (default: the operating-system user name); several annotators
+        on one SQLite store at once (:class:`~jaxclust.active.AnswerStore`).
     featurizer : transformer, optional
-        Texts only: replaces the default (:func:`jaxclust.text.text_featurizer`) when the store is created; a
-        resumed store refuses one that would make other features.
+        Texts only: replaces :func:`jaxclust.text.text_featurizer` when the store is created; a resumed store
+        refuses one that would make other features.
     machine : dict, optional
-        Texts only: a chat model answers first (:class:`~jaxclust.active.chat.MachineFirst`), you answer where
-        its replies split, where the model is sure of the opposite, and a share ``check`` of the rest: ``url``
-        and ``model`` of an OpenAI-compatible endpoint, ``key_env`` (the environment variable holding its key;
-        None for none), ``check`` (default 0.1), ``n_replies`` (default 5), ``max_requests``. Its answers are
-        stored under its name (model and prompt) as soft answers at its learned error rates.
+        Texts only: a chat model answers first (:class:`~jaxclust.active.chat.MachineFirst`; the settings of
+        :func:`~jaxclust.apps.opening.open_machine`: ``url``, ``model``, ``key_env``, ``check``, ``n_replies``,
+        ``max_requests``) and you answer where it matters; its answers are stored under its name.
 
     Returns
     -------
     dict
         ``n_items``, ``n_answers`` (stored in all), ``n_new`` (asked in this run), ``n_constraints``,
-        ``n_unknown``, ``dropped``, ``conflicts`` (messages naming each dropped answer and the answers it
-        contradicts, with who gave them), ``n_clusters``, ``stopped`` and ``stop_reason`` (``"done"``,
-        ``"stopped"``, ``"confident"`` or ``"exhausted"``).
+        ``n_unknown``, ``dropped``, ``conflicts`` (a message for each dropped answer, naming the answers it
+        contradicts and who gave them), ``n_clusters``, ``max_entropy``, ``stopped`` and ``stop_reason``
+        (``"done"``, ``"stopped"``, ``"confident"`` or ``"exhausted"``).
     """
     check_annotate_options(
         data,
@@ -270,29 +262,34 @@ def run_annotate(
         status=say,
         error_rate=error_rate,
     )
-
-    def greet() -> None:
-        if machine is not None:
-            # a resumed session's checks, with the votes kept beside the store
-            oracle.calibrate(opened.store.records)
-        say(_opening(items, opened.X.shape[1], opened.store, store, opened.resumed))
-        if shared:
-            say(
-                f"Shared store: you answer as {who}; the other annotators' answers are taken in as they come."
-            )
-        person.n_asked = opened.resumed  # questions are numbered across sessions
-
-    history, n_total, n_new = _ask(opened, n_queries, greet)
+    greeting = _greeting(opened, items, store, who if shared else None, person, oracle if machine else None)
+    history, n_total, n_new = _ask(opened, n_queries, lambda: say(greeting()))
     learner = opened.learner
     summary = _summary(len(items), history, learner, n_new)
     if labels_out is not None:
         _write_labels(Path(labels_out), items.names, np.asarray(learner.labels_), items.texts)
-    say(
-        "\n" + "\n".join(_ending(summary, learner, n_queries, n_total, store, labels_out, stop_entropy, flag))
-    )
-    if machine is not None:
-        say(_machine_rates(oracle))
+    lines = _ending(summary, learner, n_queries, n_total, store, labels_out, stop_entropy, flag)
+    say("\n" + "\n".join(lines + ([_machine_rates(oracle)] if machine is not None else [])))
     return summary
+
+
+def _greeting(opened, items, store, shared_as: str | None, person, routed: MachineFirst | None):
+    """What to do and say as the questions begin, once the store is open: ``greeting() -> text``."""
+
+    def greeting() -> str:
+        if routed is not None:
+            # a resumed session's checks, with the votes kept beside the store
+            routed.calibrate(opened.store.records)
+        person.n_asked = opened.resumed  # questions are numbered across sessions
+        text = _opening(items, opened.X.shape[1], opened.store, store, opened.resumed)
+        if shared_as is not None:
+            text += (
+                f"\nShared store: you answer as {shared_as}; the other annotators' answers are taken in as "
+                "they come."
+            )
+        return text
+
+    return greeting
 
 
 def _annotators(items, input_fn, out, machine, flag, random_state, say, store):
