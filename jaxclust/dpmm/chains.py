@@ -367,11 +367,12 @@ def _place(data: _state.GroupData, group_labels, spec: Kernel, mesh) -> _Placeme
 
 def _start(place: _Placement, data, family, alpha, capacity: int):
     """The chains' first states (``capacity`` slots), placed as the blocks want them."""
-    alpha = to_device(alpha, data.n_items.dtype)
+    # host values as they are: a jitted function copies them over without compiling a conversion
+    alpha = np.asarray(alpha, data.n_items.dtype)
     if place.rows is not None:
         z0 = _global(place.group_labels, NamedSharding(place.mesh, P(None, place.rows.name)))
         return _init_states_rows(z0, data, family, alpha, capacity=capacity, mesh=place.mesh, rows=place.rows)
-    states = _init_states(to_device(place.group_labels), data, family, alpha, capacity=capacity)
+    states = _init_states(place.group_labels, data, family, alpha, capacity=capacity)
     return _shard(states, place.n_chains, place.mesh)
 
 
