@@ -179,16 +179,16 @@ def check_labels(
     )
 
 
-def check_label_rows(labels: Any, n: int, n_rows: int, name: str) -> np.ndarray:
-    """Labellings (n_rows, n) int64 from ``labels`` of shape (n,) (every row the same) or (n_rows, n), each row
-    checked as :func:`check_labels` checks one (e.g. a sampler's starting labels, one row per chain)."""
+def check_label_rows(labels: Any, n: int, name: str) -> np.ndarray:
+    """Labellings of ``n`` items, int64, as given: shape (n,) or (r, n), each row checked as :func:`check_labels`
+    checks one (e.g. a sampler's starting labels, one row per chain; the sampler checks ``r``)."""
     arr = np.asarray(labels)
-    if arr.shape not in ((n,), (n_rows, n)):
+    if arr.ndim not in (1, 2) or arr.shape[-1] != n or not arr.size:
         raise InvalidInputError(
-            f"{name}: expected shape ({n},) or (n_chains, n) = ({n_rows}, {n}), got {arr.shape}"
+            f"{name}: expected shape ({n},) or (n_chains, n) with n = {n}, got {arr.shape}"
         )
-    arr = np.broadcast_to(arr, (n_rows, n))
-    return np.stack([check_labels(row, n=n, name=name) for row in arr])
+    rows = np.stack([check_labels(row, n=n, name=name) for row in np.atleast_2d(arr)])
+    return rows[0] if arr.ndim == 1 else rows
 
 
 def check_sample_weight(sample_weight: Any, n: int, dtype: Any = np.float64, name: str = "sample_weight"):

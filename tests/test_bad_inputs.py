@@ -440,6 +440,8 @@ CORPUS = [
     B(lambda: DPMM(alpha=0.0).fit(X), InvalidInputError, r"^alpha", "dp-alpha"),
     B(lambda: DPMM(alpha_prior=(1.0, -1.0)).fit(X), InvalidInputError, r"^alpha_prior rate", "dp-alpha-prior"),
     B(lambda: DPMM().fit(X, init_labels=np.zeros(5)), InvalidInputError, r"^init_labels: expected shape \(12,\) or \(n_chains, n\)", "dp-init-shape"),
+    B(lambda: DPMM(n_chains=3).fit(X, init_labels=np.zeros((2, 12))), InvalidInputError, r"^init_labels: expected shape \(12,\) or \(n_chains, n\) = \(3, 12\), got \(2, 12\)", "dp-init-chains"),
+    B(lambda: DPMM().fit(X, init_labels=np.full(12, 0.5)), InvalidInputError, r"^init_labels", "dp-init-values"),
     B(lambda: DPMM().fit(X, [0] * 12), ConstraintError, r"^constraints: DPMM.fit got an array of shape \(12,\)", "dp-labels-as-constraints"),
     B(lambda: DPMM().fit(X, Constraints(10)), ConstraintError, r"built for 10 items but X has 12 rows \(DPMM.fit\)", "dp-constraints-size"),
     B(lambda: DPMM().fit(np.c_[X[:, :1] * 0, X[:, :1] * 0]), InvalidInputError, r"^X: every column is constant", "dp-all-constant"),

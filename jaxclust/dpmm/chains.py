@@ -264,6 +264,16 @@ def _global(x: np.ndarray, sharding) -> jax.Array:
     return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
 
 
+def chain_rows(labels: np.ndarray, n: int, n_chains: int, name: str) -> np.ndarray:
+    """(n_chains, n) starting labels from checked ``labels`` of shape (n,) (every chain alike) or (n_chains, n)
+    (``jaxclust.validation.check_label_rows``)."""
+    if labels.shape not in ((n,), (n_chains, n)):
+        raise InvalidInputError(
+            f"{name}: expected shape ({n},) or (n_chains, n) = ({n_chains}, {n}), got {labels.shape}"
+        )
+    return np.array(np.broadcast_to(labels, (n_chains, n)))
+
+
 def repair_labels(labels: np.ndarray, constraints) -> np.ndarray:
     """Group labels (n_groups,) from item labels (n,) that satisfy ``constraints``.
 

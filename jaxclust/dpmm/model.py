@@ -19,7 +19,15 @@ from jaxclust.dpmm.kernels import SAMPLERS
 from jaxclust.dpmm.predictive import assignment_probabilities
 from jaxclust.dpmm.problem import PreparedData, location_scale, prepare_data, prepare_problem, start_labels
 from jaxclust.errors import InvalidInputError, JaxclustWarning, NotFittedError
-from jaxclust.validation import Int, Options, Real, check_array, check_label_rows, check_rule, prng_key
+from jaxclust.validation import (
+    Int,
+    Options,
+    Real,
+    check_array,
+    check_label_rows,
+    check_rule,
+    prng_key,
+)
 
 __all__ = [
     "DPMM",
@@ -160,6 +168,8 @@ def sample(
     ChainResult
     """
     X = check_array(X, name="X", min_rows=2)
+    if init_labels is not None:  # the labels now, their number of rows once the chains are known
+        init_labels = check_label_rows(init_labels, X.shape[0], "init_labels")
     checked = _validate(
         X,
         as_constraints(constraints, X.shape[0], where="jaxclust.dpmm.sample"),
@@ -210,8 +220,8 @@ def _validate(
     init_labels=None,
 ) -> _Checked:
     """Every setting of a fit checked by its rule in :data:`FIT_RULES` (named errors), the chain settings
-    resolved (``resolve_settings``) and ``init_labels`` checked, before any work. ``X`` and ``constraints`` come
-    checked (``check_array``, ``as_constraints``)."""
+    resolved (``resolve_settings``) and ``init_labels``' rows counted, before any work. ``X``, ``constraints`` and
+    ``init_labels``' labels come checked (``check_array``, ``as_constraints``, ``check_label_rows``)."""
     given = dict(
         sampler=sampler,
         n_chains=n_chains,
@@ -240,11 +250,11 @@ def _validate(
 
 
 def _start_rows(init_labels, n: int, n_chains: int) -> np.ndarray:
-    """(n_chains, n) item labels to start the chains from: ``init_labels`` (n,) or (n_chains, n), checked, or
-    zeros (every chain in one component)."""
+    """(n_chains, n) item labels to start the chains from: ``init_labels`` (n,) or (n_chains, n), its labels
+    checked (``check_label_rows``), or zeros (every chain in one component)."""
     if init_labels is None:
         return np.zeros((n_chains, n), dtype=np.int64)
-    return check_label_rows(init_labels, n, n_chains, "init_labels")
+    return chains.chain_rows(init_labels, n, n_chains, "init_labels")
 
 
 @jax.jit
@@ -421,6 +431,8 @@ class DPMM(ClusterMixin, BaseEstimator):
             samples).
         """
         X = check_array(X, name="X", min_rows=2)
+        if init_labels is not None:  # the labels now, their number of rows once the chains are known
+            init_labels = check_label_rows(init_labels, X.shape[0], "init_labels")
         checked = _validate(
             X,
             as_constraints(constraints, X.shape[0], where="DPMM.fit"),

@@ -23,7 +23,7 @@ from jaxclust.dpmm import nested as N
 from jaxclust.dpmm import nested_params as NP
 from jaxclust.dpmm import nested_splitmerge as MH
 from jaxclust.dpmm.capacity import headroom
-from jaxclust.dpmm.chains import repair_labels
+from jaxclust.dpmm.chains import chain_rows, repair_labels
 from jaxclust.dpmm.families import column_steps
 from jaxclust.errors import InvalidInputError
 from jaxclust.transfer import to_device
@@ -52,6 +52,11 @@ def _start(cons: Constraints, init_labels) -> np.ndarray:
     """A chain's starting classes: ``init_labels`` repaired to keep every hard answer (a must-linked group takes
     its first item's class, a group cannot-linked to an earlier one in its class moves to another)."""
     return relabel(repair_labels(np.asarray(init_labels), cons)[cons.group_of])
+
+
+def _rows(labels, n: int, n_chains: int, name: str) -> np.ndarray:
+    """(n_chains, n) starting labels from ``labels`` (n,) or (n_chains, n), checked."""
+    return chain_rows(check_label_rows(labels, n, name), n, n_chains, name)
 
 
 def _kmeans_starts(Xs: np.ndarray, n_chains: int, seed: int) -> np.ndarray:
@@ -381,13 +386,13 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
                 f"X; got {len(p['resolution'])}"
             )
         Xs, data, prior = _problem(X, cons, p)
-        init = None if init_labels is None else check_label_rows(init_labels, n, p["n_chains"], "init_labels")
+        init = None if init_labels is None else _rows(init_labels, n, p["n_chains"], "init_labels")
         if init_components is not None:
             if init is None:
                 raise InvalidInputError(
                     "init_components: given without init_labels (the classes they sit in)"
                 )
-            init_components = check_label_rows(init_components, n, p["n_chains"], "init_components")
+            init_components = _rows(init_components, n, p["n_chains"], "init_components")
         cold = init is None
         if cold:
             init = _kmeans_starts(Xs, p["n_chains"], seed_from(self.random_state))
