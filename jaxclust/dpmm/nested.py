@@ -178,12 +178,13 @@ def component_log_predictive(count, mean, scatter, x, prior: NestedPrior) -> jax
     return per_dim + jnp.sum(of_count, -1) * (mean.shape[-1] if of_count.shape[-1] == 1 else 1)
 
 
-def class_counts(state: NestedState, C: int) -> tuple[jax.Array, jax.Array]:
-    """Per class slot (C,): its items and its occupied components."""
+def class_counts(u: jax.Array, count: jax.Array, C: int) -> tuple[jax.Array, jax.Array]:
+    """Per class slot (C,): its items and its occupied components, from each component slot's class ``u`` (K,)
+    and items ``count`` (K,) (a state's ``u`` and ``count``)."""
     # (K, C): a compare and a sum, cheaper than a scatter at these sizes
-    hot = state.u[:, None] == jnp.arange(C)
-    items = jnp.sum(jnp.where(hot, state.count[:, None], 0), 0)
-    comps = jnp.sum(hot & (state.count > 0)[:, None], 0, dtype=jnp.int32)
+    hot = u[:, None] == jnp.arange(C)
+    items = jnp.sum(jnp.where(hot, count[:, None], 0), 0)
+    comps = jnp.sum(hot & (count > 0)[:, None], 0, dtype=jnp.int32)
     return items, comps
 
 
@@ -320,7 +321,7 @@ def log_joint(state: NestedState, data: NestedData, prior: NestedPrior, alpha, g
     dt = data.X.dtype
     occupied = state.count > 0
     n_comps = jnp.sum(occupied)
-    _, comps_per_class = class_counts(state, C)
+    _, comps_per_class = class_counts(state.u, state.count, C)
     lik = jnp.sum(component_log_marginal(state.count, state.mean, state.scatter, prior))
     crp_items = (
         gammaln(alpha)
@@ -409,7 +410,7 @@ def item_options(i, u, count, z, join, new, data: NestedData, alpha, gamma, C: i
     parameters differ only in ``join`` and ``new``."""
     dt = join.dtype
     occupied = count > 0
-    n_class, comps_per_class = class_counts(NestedState(z, u, count, None, None), C)
+    n_class, comps_per_class = class_counts(u, count, C)
     log_new = jnp.log(alpha) - jnp.log(jnp.sum(occupied) + gamma)  # a new component, seated among the others
     uk = jnp.maximum(u, 0)
     must_in, cannot_in, soft_in, n_must = item_partners(i, data, u, z, C)
@@ -466,7 +467,7 @@ def item_conditional(i, state: NestedState, data: NestedData, prior: NestedPrior
 def place_item(i, without: NestedState, choice, data: NestedData, C: int) -> NestedState:
     """Item ``i`` put back into ``without`` (:func:`item_conditional`) at option ``choice``."""
     x = data.X[i]
-    n_class, _ = class_counts(without, C)
+    n_class, _ = class_counts(without.u, without.count, C)
     k_free, _ = first_free(without.count > 0)
     c_free, _ = first_free(n_class > 0)
     k_new, c_new = chosen_slot(choice, without.u, k_free, c_free, C)
@@ -500,7 +501,7 @@ def component_conditional(k, state: NestedState, data: NestedData, prior: Nested
     """Component ``k``'s class, full conditional: ``(scores, need_slot)``, the log weights (C + 1,) of joining
     class c or a new class (-inf where not allowed)."""
     u_wo = state.u.at[k].set(-1)
-    n_class, comps_per_class = class_counts(state._replace(u=u_wo), C)
+    n_class, comps_per_class = class_counts(u_wo, state.count, C)
     # the components' marginals do not depend on their classes: only the CRP over components and the answers
     join_score = jnp.log(comps_per_class.astype(data.X.dtype))
     new_score = jnp.log(gamma)

@@ -242,7 +242,7 @@ def _group_step(_, carry, data: N.NestedData, prior: N.NestedPrior, alpha, gamma
     size = jnp.where(active, data.group_start[g + 1] - lo, 0)  # no group: the loops do nothing
     c0 = state.u[state.z[jnp.maximum(data.group_items[lo], 0)]]
     base = _without(state, lo, size, data)
-    n_class, _ = N.class_counts(base, C)
+    n_class, _ = N.class_counts(base.u, base.count, C)
     at = jnp.arange(n)
     members = jnp.where((at >= lo) & (at < lo + size), data.group_items, n)
     inside = jnp.zeros(n, bool).at[members].set(True, mode="drop")
