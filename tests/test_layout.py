@@ -1,5 +1,6 @@
 """The package layout: no import circles, the library never imports the apps, no private names imported across
-modules, no module that only points elsewhere, and every public name importable from its module.
+modules, no module that only points elsewhere, no module or function too long to read, and every public name
+importable from its module.
 
 The import graph is built statically with ``ast`` from every module under ``jaxclust/``, with the imports inside
 functions and classes included (they run later, but a circle through them is still a circle: the one between
@@ -267,6 +268,44 @@ def test_no_module_only_points_elsewhere():
         body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
         stars = [n for n in body if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)]
         assert not stars or len(stars) < len(body) - 1, f"{name} only re-exports {stars[0].module}"
+
+
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 100  # code: a function's docstring documents it and is not counted
+
+
+def code_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """A function's lines from its ``def`` to its end, its docstring left out."""
+    lines = node.end_lineno - node.lineno + 1
+    first = node.body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        lines -= first.end_lineno - first.lineno + 1
+    return lines
+
+
+def test_code_lines_leave_the_docstring_out():
+    tree = ast.parse('def f(x):\n    """Two\n    lines."""\n    y = x\n    return y\n')
+    assert code_lines(tree.body[0]) == 3
+
+
+def test_no_module_or_function_too_long_to_read():
+    long_modules, long_functions = [], []
+    for name, path in MODULES.items():
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            long_modules.append((name, len(text.splitlines())))
+        for node in ast.walk(ast.parse(text)):
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and code_lines(node) > MAX_FUNCTION_LINES
+            ):
+                long_functions.append((f"{name}.{node.name}", code_lines(node)))
+    assert long_modules == [], f"modules over {MAX_MODULE_LINES} lines: {long_modules}"
+    assert long_functions == [], f"functions over {MAX_FUNCTION_LINES} lines of code: {long_functions}"
 
 
 def public_modules() -> list[str]:
