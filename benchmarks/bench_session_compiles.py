@@ -7,6 +7,11 @@ sampler's own compiles are the traces of its block function. Prints JSON: compil
 many happened after the first question.
 
     python benchmarks/bench_session_compiles.py --n 2000 --questions 100
+
+``--nested``: the model of ``jaxclust annotate --model nested`` (:class:`~jaxclust.NestedDPMM`, 4 chains, 100
+burn-in, 10 samples), its sampler's compiles the programs of its block of sweeps.
+
+    python benchmarks/bench_session_compiles.py --n 500 --questions 100 --nested
 """
 
 from __future__ import annotations
@@ -22,13 +27,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--questions", type=int, default=100)
+    ap.add_argument("--nested", action="store_true", help="annotate's --model nested (NestedDPMM)")
     args = ap.parse_args()
 
     import jax
 
-    from jaxclust import DPMM
     from jaxclust.active import ActiveLearner, GoldOracle
-    from jaxclust.dpmm import chains
+    from jaxclust.apps.opening import default_model
+    from jaxclust.dpmm import chains, nested_model
+
+    def block_traces() -> int:
+        if args.nested:  # the compiled programs of its block of sweeps
+            return nested_model._run_block._cache_size()
+        return chains.TRACE_COUNTER["block"]
 
     compiles: list[tuple[int, float]] = []
     asked = [0]
@@ -43,18 +54,20 @@ def main() -> None:
     y = rng.integers(0, 20, args.n)
     X = centres[y] + rng.normal(size=(args.n, 16))
     oracle = GoldOracle(y)
-    model = DPMM(n_chains=4, n_burnin=50, n_samples=10, thin=3, random_state=0)
+    model = default_model(random_state=0, model="nested" if args.nested else "dpmm")
     learner = ActiveLearner(model, oracle, progress=False)
     traces: list[int] = []
     stamps: list[float] = []
+    degree = np.zeros(args.n, int)
     t0 = time.perf_counter()
     session = learner.iter_questions(X, args.questions)
     try:
         pair = next(session)
         while True:
             asked[0] += 1
-            traces.append(chains.TRACE_COUNTER["block"])
+            traces.append(block_traces())
             stamps.append(time.perf_counter())
+            degree[list(pair)] += 1
             pair = session.send(oracle.answer(*pair))
     except StopIteration:
         pass
@@ -68,9 +81,10 @@ def main() -> None:
         "compiles_before_the_first_question": per_question[0],
         "compiles_after_the_first_question": len(compiles) - per_question[0],
         "questions_followed_by_a_compile": [q for q, c in enumerate(per_question) if c and q > 0],
-        "sampler_block_traces": chains.TRACE_COUNTER["block"],
-        "sampler_traces_after_the_first_question": chains.TRACE_COUNTER["block"]
-        - (traces[0] if traces else 0),
+        "model": type(model).__name__,
+        "most_answers_about_one_item": int(degree.max()),
+        "sampler_block_traces": block_traces(),
+        "sampler_traces_after_the_first_question": block_traces() - (traces[0] if traces else 0),
         "median_seconds_per_question_last_20": round(float(np.median(np.diff(stamps[-21:]))), 3)
         if len(stamps) > 21
         else None,

@@ -110,9 +110,11 @@ class NestedData(NamedTuple):
     (``ln((1 - eps) / eps)``; unused for hard answers); the groups of two or more items that hard must-links hold
     together: ``group_items`` (n,) their items, group after group (then -1), ``group_start`` (n + 1,) where each
     group begins (``group_start[g + 1]`` where it ends) and ``n_groups`` () how many there are; ``item_rows``
-    (n, W) the rows of each item's answers (then -1), ``W`` the most answers about one item rounded up to a
-    power of two (at least 8), so that an item's move reads its own answers, not all ``P``. The shapes depend
-    on ``n``, the padded ``P`` and ``W``, so fits with other answers mostly share a compiled program."""
+    (n, W) the rows of each item's answers (then -1), so that an item's move reads its own answers, not all
+    ``P``, and ``hub`` (n,) bool the items with more than ``W`` answers, whose move reads all ``P`` instead (a
+    question's representative asked about many others). ``W`` is set by the caller, not by the answers (see
+    :func:`prepare`): the shapes depend on ``n``, the padded ``P`` and ``W`` only, so fits with other answers
+    share a compiled program however the answers fall on the items."""
 
     X: jax.Array
     i: jax.Array
@@ -124,6 +126,7 @@ class NestedData(NamedTuple):
     group_start: jax.Array
     n_groups: jax.Array
     item_rows: jax.Array
+    hub: jax.Array
 
 
 class NestedState(NamedTuple):
@@ -189,11 +192,13 @@ def class_counts(u: jax.Array, count: jax.Array, C: int) -> tuple[jax.Array, jax
 
 
 # --- building a state --------------------------------------------------------------------------------------------
-def prepare(X, answers=(), dtype=jnp.float32) -> NestedData:
+def prepare(X, answers=(), dtype=jnp.float32, row_width: int = 8) -> NestedData:
     """The data of a fit: ``X`` (n, D) and the answers, a :class:`~jaxclust.Constraints` or what
     :meth:`~jaxclust.Constraints.from_answers` reads: ``(i, j, "must" | "cannot")`` (hard) or ``(i, j, "must" |
     "cannot", eps)`` (wrong with probability ``eps`` in (0, 1/2]). Bad items, kinds, rates and contradicting hard
-    answers get the named errors of :class:`~jaxclust.Constraints`."""
+    answers get the named errors of :class:`~jaxclust.Constraints`. ``row_width``: the answers an item's row
+    of ``item_rows`` holds (a compiled shape; an item with more is a ``hub``). The draws are the same for any
+    width."""
     n = int(np.shape(X)[0])
     cons = answers if isinstance(answers, Constraints) else Constraints.from_answers(n, list(answers))
     if cons.n != n:
@@ -215,26 +220,26 @@ def prepare(X, answers=(), dtype=jnp.float32) -> NestedData:
         to_device(hard),
         to_device(weight, dtype),
         *(to_device(a) for a in _group_layout(cons.group_of)),
-        to_device(_item_rows(n, i, j)),
+        *(to_device(a) for a in _item_rows(n, i, j, int(row_width))),
     )
 
 
-def _item_rows(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """``item_rows`` of :class:`NestedData` (n, W): each item's answer rows in order, then -1."""
+def _item_rows(n: int, i: np.ndarray, j: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``item_rows`` (n, width) and ``hub`` (n,) of :class:`NestedData`: each item's answer rows in order, then
+    -1; a hub's row is left empty (its move reads every answer)."""
+    if width < 1:
+        raise InvalidInputError(f"row_width: expected an integer >= 1, got {width}")
     ends = np.concatenate([i, j]).astype(np.int64)
     rows = np.tile(np.arange(len(i), dtype=np.int32), 2)
     degree = np.bincount(ends, minlength=n)
-    width = 1 << (max(int(degree.max(initial=0)), _MIN_ROW_WIDTH) - 1).bit_length()
     order = np.argsort(ends, kind="stable")
     start = np.concatenate([[0], np.cumsum(degree)])
     slot = np.arange(len(ends)) - start[ends[order]]
+    hub = degree > width
+    keep = ~hub[ends[order]]
     table = np.full((n, width), -1, np.int32)
-    table[ends[order], slot] = rows[order]
-    return table
-
-
-# the fewest answer rows an item's table holds (a compiled shape)
-_MIN_ROW_WIDTH = 8
+    table[ends[order][keep], slot[keep]] = rows[order][keep]
+    return table, hub
 
 
 def _group_layout(group_of: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -364,11 +369,32 @@ def _partners(data: NestedData, a: jax.Array, b: jax.Array, oc: jax.Array, C: in
 
 
 def item_partners(i, data: NestedData, u: jax.Array, z: jax.Array, C: int):
-    """:func:`partner_classes` of item ``i`` alone, from its own answer rows (``data.item_rows``, ``O(W C)``, not
-    ``O(P)``), the classes ``u`` (K,) of the components ``z`` (n,)."""
+    """:func:`partner_classes` of item ``i`` alone, the classes ``u`` (K,) of the components ``z`` (n,): from its
+    own answer rows (``data.item_rows``, ``O(W C)``, not ``O(P)``), or from all of them for a hub."""
     if data.i.shape[0] == 0:  # no answers (a static shape)
         none = jnp.zeros(C, jnp.int32)
         return none, none, jnp.zeros(C, data.weight.dtype), jnp.zeros((), jnp.int32)
+
+    # ``i`` and ``data`` are the same in every chain, so under vmap this stays a branch, not both computed
+    def typed(out):  # the two branches' values alike, whatever jnp.sum's integer is
+        must_in, cannot_in, soft_in, n_must = out
+        i32 = jnp.int32
+        return (
+            must_in.astype(i32),
+            cannot_in.astype(i32),
+            soft_in.astype(data.weight.dtype),
+            n_must.astype(i32),
+        )
+
+    return jax.lax.cond(
+        data.hub[i],
+        lambda: typed(partner_classes(data, u[z], jnp.arange(z.shape[0]) == i, C)),
+        lambda: typed(_own_partners(i, data, u, z, C)),
+    )
+
+
+def _own_partners(i, data: NestedData, u: jax.Array, z: jax.Array, C: int):
+    """:func:`item_partners` from the item's row of ``data.item_rows``."""
     r = data.item_rows[i]
     valid = r >= 0
     r = jnp.maximum(r, 0)

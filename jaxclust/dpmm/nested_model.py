@@ -94,6 +94,14 @@ def _answer_rows(n_answers: int) -> int:
     return 1 << (max(n_answers, _MIN_ANSWER_ROWS) - 1).bit_length()
 
 
+def _row_width(rows: int) -> int:
+    """The answers an item's row of the answer table holds for ``rows`` padded answers: a sixteenth of them (at
+    least 8). It changes only where the padded rows do (no compile of its own), and holds the items' mean number
+    of answers (``2 rows / n``) once ``n >= 32``; an item with more, a representative the session asked about
+    many others, reads all the rows."""
+    return max(8, rows // 16)
+
+
 def _temper(sweep: int, n_burnin: int, start: float | None) -> float:
     """The power of the likelihood in the block of sweeps from ``sweep``: rising geometrically from ``start`` to 1
     over the first half of the burn-in, block by block, then 1 (always 1 when ``start`` is None)."""
@@ -136,7 +144,8 @@ def _problem(X: np.ndarray, cons: Constraints, p: dict) -> tuple[np.ndarray, N.N
         jnp.full(Xs.shape[1], p["scale"] * (p["shape"] - 1.0), jnp.float32),
         rounding=to_device((steps[cols] / scale) ** 2 / 12.0, np.float32),
     )
-    data = N.pad_answers(N.prepare(Xs, cons), _answer_rows(len(cons.pairs) + len(cons.answers)))
+    rows = _answer_rows(len(cons.pairs) + len(cons.answers))
+    data = N.pad_answers(N.prepare(Xs, cons, row_width=_row_width(rows)), rows)
     return Xs, data, prior
 
 

@@ -414,20 +414,23 @@ def _normalised(v):
 
 
 @pytest.mark.parametrize(
-    ("X", "answers"),
+    ("X", "answers", "width"),
     [
-        (X5, []),
-        (X4, ANSWER_CASES["hard must across"]),
-        (X4, ANSWER_CASES["hard cannot"]),
-        (X4, ANSWER_CASES["soft"]),
+        (X5, [], 8),
+        (X4, ANSWER_CASES["hard must across"], 8),
+        (X4, ANSWER_CASES["hard cannot"], 8),
+        (X4, ANSWER_CASES["soft"], 8),
+        (X4, [(0, 1, "cannot"), (0, 2, "must"), (1, 3, "cannot", 0.2)], 1),
     ],
-    ids=["five items", "hard must", "hard cannot", "soft"],
+    ids=["five items", "hard must", "hard cannot", "soft", "hubs"],
 )
-def test_each_moves_conditional_is_the_ratio_of_log_joints(x64, X, answers):
+def test_each_moves_conditional_is_the_ratio_of_log_joints(x64, X, answers, width):
     """For every labelling, every item and every component: the move's weights, normalised, equal the log joints of
-    the labellings it can move to, normalised; and every option it leaves out breaks a hard answer."""
+    the labellings it can move to, normalised; and every option it leaves out breaks a hard answer. In "hubs",
+    items 0 and 1 have more answers than their rows hold and read all of them."""
     n = len(X)
-    data = N.prepare(X, answers, dtype=jnp.float64)
+    data = N.prepare(X, answers, dtype=jnp.float64, row_width=width)
+    assert np.asarray(data.hub).tolist() == ([True, True, False, False] if width == 1 else [False] * n)
     K = C = n
     joint = jax.jit(jax.vmap(lambda st: N.log_joint(st, data, PRIOR, ALPHA, GAMMA, C)))
 
@@ -457,6 +460,41 @@ def test_each_moves_conditional_is_the_ratio_of_log_joints(x64, X, answers):
             scores, lj, real = np.asarray(scores), np.asarray(lj), np.asarray(real)
             assert np.all(np.isneginf(scores[~real]))
             np.testing.assert_allclose(_normalised(scores[real]), _normalised(lj[real]), rtol=0, atol=1e-9)
+
+
+def test_the_item_sweeps_draw_the_same_whatever_the_answer_rows_hold():
+    """40 items, 120 random answers (hard and soft), up to 12 about one item: rows 1, 8 or 16 wide (most
+    items hubs, some, none) give both item sweeps the same draws from the same keys, over 4 chains under vmap
+    (where the hubs' branch must stay a branch of the same values)."""
+    rng = np.random.default_rng(4)
+    n, C = 40, 16
+    X = rng.normal(0.0, 1.0, (n, 2)) + 3.0 * rng.integers(0, 3, n)[:, None]
+    y = rng.integers(0, 4, n)
+    pairs = {tuple(sorted(p)) for p in rng.integers(0, n, (200, 2)) if p[0] != p[1]}
+    answers = [
+        (a, b, "must" if y[a] == y[b] else "cannot") + ((0.2,) if k % 3 == 0 else ())
+        for k, (a, b) in enumerate(sorted(pairs)[:120])
+    ]
+    prior = N.NestedPrior(jnp.zeros(2), jnp.array(0.05), jnp.array(2.0), jnp.full(2, 0.5))
+    keys = jax.random.split(jax.random.key(2), 4)
+    out = []
+    for width in (1, 8, 16):
+        data = N.pad_answers(N.prepare(X, answers, row_width=width), 128)
+        start = N.init(jnp.asarray(y, jnp.int32), jnp.arange(4), data, C)
+
+        def sweeps(key, data=data, start=start):
+            k1, k2 = jax.random.split(key)
+            st, _ = N.item_sweep(k1, start, data, prior, 1.0, 2.0, C)
+            st, _ = NP.item_sweep_given_params(k2, st, data, prior, 1.0, 2.0, C)
+            return st.z, st.u
+
+        out.append(jax.jit(jax.vmap(sweeps))(keys))
+        hubs = int(np.sum(np.asarray(data.hub)))
+        assert (hubs > 30) if width == 1 else (0 < hubs < 20) if width == 8 else hubs == 0, (width, hubs)
+    for z, u in out[1:]:
+        np.testing.assert_array_equal(z, out[0][0])
+        np.testing.assert_array_equal(u, out[0][1])
+    assert len(np.unique(np.asarray(out[0][0][0]))) > 1  # the items moved: not a vacuous sameness
 
 
 def test_bad_answers_get_the_named_errors_of_constraints():
