@@ -73,6 +73,12 @@ def demo(
     ),
     seed: int = typer.Option(0, "--seed", help="Random seed (>= 0)."),
     n_queries: int = typer.Option(None, "--n-queries", help="Override the number of questions (>= 1)."),
+    model: str = typer.Option(
+        "dpmm",
+        "--model",
+        help="dpmm (default): classes made of the DPMM's components by the answers; nested: classes sampled "
+        "inside the model, so the random pairs' answers help too (slower; files demo_nested.*).",
+    ),
     no_compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
     """Active vs random constraint selection for the constrained DPMM on the wine data (no data needed)."""
@@ -80,7 +86,9 @@ def demo(
     check_count(seed, "--seed", 0)
     check_count(n_queries, "--n-queries", 1)
     try:
-        check_demo_options(out, n_queries, seed, spelled={"out_dir": "--out"})
+        check_demo_options(
+            out, n_queries, seed, spelled={"out_dir": "--out", "model": "--model"}, model=model
+        )
     except JaxclustError as exc:
         fail(str(exc))
 
@@ -88,7 +96,13 @@ def demo(
         use_compilation_cache(not no_compilation_cache)
     try:
         run_demo(
-            quick=quick, out_dir=out, random_state=seed, n_queries=n_queries, progress=True, echo=typer.echo
+            quick=quick,
+            out_dir=out,
+            random_state=seed,
+            n_queries=n_queries,
+            progress=True,
+            echo=typer.echo,
+            model=model,
         )
     except JaxclustError as exc:
         fail(str(exc))

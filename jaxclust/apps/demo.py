@@ -10,6 +10,11 @@ V-measure with beta = number of classes / number of clusters, as in the paper) a
 averaged over the seeds, and writes ``demo.json`` (every run's history) and ``demo.png`` (mean curves with the
 range over seeds as a band).
 
+With ``model="nested"`` (``jaxclust demo --model nested``) the model is :class:`~jaxclust.NestedDPMM`, whose
+classes are sampled inside the model: every answer acts on classes, whoever picked the pair, so the random
+pairs' curve rises too (with ``DPMM`` the session's class layer splits components around random "different"
+answers). Its files are ``demo_nested.*``.
+
 Results layout (shared with ``experiments/active_dpmm.py`` so other methods can add curves)::
 
     {"meta": {...},                       # data set, model settings, date, command
@@ -32,8 +37,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from jaxclust.apps.experiment.records import jsonable
+from jaxclust.apps.opening import MODELS
 from jaxclust.errors import InvalidInputError
-from jaxclust.validation import Int, check_rule
+from jaxclust.validation import Int, Options, check_rule
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -71,11 +77,12 @@ def run_curves(
     min_samples: int = 10,
     warm_burnin: int | None = None,
     progress: bool = True,
-    propagation: str = "classes",
+    propagation: str | None = "classes",
 ) -> list[dict]:
     """One ActiveLearner run per ``(name, strategy, batch_size, seed[, model_seed])``, answered by a gold
     oracle. ``seed`` seeds the learner (the random strategy's pairs); ``model_seed``, when given, the model's
-    fits (else the model's own ``random_state``); ``propagation`` as :class:`~jaxclust.active.ActiveLearner`'s.
+    fits (else the model's own ``random_state``); ``propagation`` as :class:`~jaxclust.active.ActiveLearner`'s
+    (None: its default for the model), recorded as the session ran it.
 
     Returns the ``runs`` list of the results layout (see the module docstring).
     """
@@ -105,7 +112,7 @@ def run_curves(
             {
                 "name": name,
                 "strategy": strategy,
-                "propagation": propagation,
+                "propagation": learner.session_settings().propagation,
                 "batch_size": batch_size,
                 "seed": seed,
                 "model_seed": model_seed,
@@ -241,7 +248,11 @@ def queries_to_reach(runs: list[dict], target: float, metric: str = "v_beta") ->
 
 
 def check_demo_options(
-    out_dir: str | Path, n_queries: Any = None, random_state: Any = 0, spelled: dict[str, str] | None = None
+    out_dir: str | Path,
+    n_queries: Any = None,
+    random_state: Any = 0,
+    spelled: dict[str, str] | None = None,
+    model: Any = "dpmm",
 ) -> None:
     """Check the demo's options before anything is created: ``InvalidInputError`` names the culprit
     (``spelled`` maps parameter names to the names messages use, e.g. ``{"out_dir": "--out"}``).
@@ -252,6 +263,7 @@ def check_demo_options(
         check_rule(Int(1), n_queries, name("n_queries", "n_queries"))
     if random_state is not None:
         check_rule(Int(0), random_state, name("random_state", "random_state"))
+    check_rule(Options(MODELS), model, name("model", "model"))
     out = Path(out_dir)
     flag = name("out_dir", "out_dir")
     if out.exists() and not out.is_dir():
@@ -302,6 +314,29 @@ def _verdict(summary: dict, means: dict, n_q: int, active: str, rand: str) -> st
     return verdict
 
 
+_TITLES = {"dpmm": "constrained DPMM", "nested": "classes inside the model (NestedDPMM)"}
+
+
+def _demo_model(model: str, quick: bool, random_state: int):
+    """The demo's model (``"dpmm"`` or ``"nested"``), the session's ``min_samples`` and its warm burn-in (None:
+    the session's own, a fifth of the model's)."""
+    if model == "nested":
+        from jaxclust.dpmm.nested_model import NestedDPMM
+
+        if quick:
+            return (
+                NestedDPMM(n_chains=2, n_burnin=30, n_samples=10, thin=2, random_state=random_state),
+                4,
+                None,
+            )
+        return NestedDPMM(n_samples=10, random_state=random_state), 12, None
+    from jaxclust.dpmm import DPMM
+
+    if quick:
+        return DPMM(n_chains=2, n_burnin=30, n_samples=10, thin=2, random_state=random_state), 4, 10
+    return DPMM(n_samples=10, random_state=random_state), 12, 20
+
+
 def run_demo(
     quick: bool = False,
     out_dir: str | Path = "jaxclust_demo",
@@ -309,6 +344,7 @@ def run_demo(
     n_queries: int | None = None,
     progress: bool = True,
     echo=print,
+    model: str = "dpmm",
 ) -> dict[str, Any]:
     """Active (the default ``explore`` session) vs random constraint selection on the wine data; writes JSON +
     PNG.
@@ -330,26 +366,25 @@ def run_demo(
         Overrides the number of questions.
     echo : callable
         Where the table is printed.
+    model : {"dpmm", "nested"}
+        ``"dpmm"`` (default): :class:`~jaxclust.DPMM`, its samples read as classes of components by the
+        session. ``"nested"``: :class:`~jaxclust.NestedDPMM` (``n_samples=10``, its other defaults; with
+        ``quick`` 2 chains, 30 burn-in, 10 samples 2 apart), classes sampled inside the model, read as they are.
+        Its files are ``demo_nested.*`` (``demo_quick_nested.*``).
 
     Returns
     -------
     dict
         The results (``meta``, ``runs`` and ``summary``) as written to ``demo.json``.
     """
-    check_demo_options(out_dir, n_queries, random_state)  # before anything is created
-    from jaxclust.dpmm import DPMM
-
+    check_demo_options(out_dir, n_queries, random_state, model=model)  # before anything is created
+    name = model
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     X, y = load_wine_standardised()
-    if quick:
-        model = DPMM(n_chains=2, n_burnin=30, n_samples=10, thin=2, random_state=random_state)
-        n_q, batch, repeats, warm = 30 if n_queries is None else n_queries, 5, 2, 10
-        min_samples = 4
-    else:
-        model = DPMM(n_samples=10, random_state=random_state)
-        n_q, batch, repeats, warm = 100 if n_queries is None else n_queries, 5, 3, 20
-        min_samples = 12
+    model, min_samples, warm = _demo_model(name, quick, random_state)
+    n_q = (30 if quick else 100) if n_queries is None else n_queries
+    batch, repeats = 5, 2 if quick else 3
     active, rand = "active (explore)", "random pairs"
     strategies = []
     for r in range(repeats):
@@ -360,8 +395,9 @@ def run_demo(
         "the first fit compiles the sampler (kept in the compilation cache for the next run)"
     )
     t0 = time.perf_counter()
+    # None: the learner reads a model that samples classes as it is ("pairs"), the DPMM's through classes
     runs = run_curves(
-        X, y, model, strategies, n_q, min_samples=min_samples, warm_burnin=warm, progress=progress
+        X, y, model, strategies, n_q, min_samples, warm_burnin=warm, progress=progress, propagation=None
     )
     grid = np.arange(0, n_q + 1, batch)
     summary, means = _summarise(runs, grid, repeats, active, rand)
@@ -376,15 +412,16 @@ def run_demo(
         "random": "pairs drawn uniformly among those not yet known, answered by the same gold oracle",
         "seconds": time.perf_counter() - t0,
         "date": time.strftime("%Y-%m-%d"),
-        "command": f"jaxclust demo{' --quick' if quick else ''}",
+        "command": f"jaxclust demo{' --quick' if quick else ''}{' --model nested' if name == 'nested' else ''}",
     }
     result = {"meta": meta, "runs": runs, "summary": summary}
-    stem = "demo_quick" if quick else "demo"  # a quick run never writes over the full run's files
+    # a quick run never writes over the full run's files, nor one model's over the other's
+    stem = ("demo_quick" if quick else "demo") + ("_nested" if name == "nested" else "")
     (out / f"{stem}.json").write_text(json.dumps(result, indent=1, default=jsonable))
     plot_curves(
         runs,
         metrics=("v_beta", "homogeneity", "completeness"),
-        title=f"wine: active vs random constraint selection, constrained DPMM ({repeats} seeds each)",
+        title=f"wine: active vs random constraint selection, {_TITLES[name]} ({repeats} seeds each)",
     ).savefig(out / f"{stem}.png", dpi=110)
     echo(format_table(runs, "v_beta", grid=grid[:: max(1, len(grid) // 10)]))
     echo(_verdict(summary, means, n_q, active, rand))

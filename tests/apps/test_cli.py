@@ -173,6 +173,41 @@ def test_demo_quick_runs_through_the_cli(tmp_path):
     assert "active is ahead of random at" in result.output
 
 
+def test_demo_model_nested_fits_classes_inside_the_model(tmp_path, monkeypatch):
+    """``--model nested`` gives every session the NestedDPMM, read as it is (the learner's default for a model
+    that samples classes), in files of its own; a model the demo does not know is refused by its flag."""
+    import jaxclust.apps.demo as demo_mod
+    from jaxclust import NestedDPMM
+    from jaxclust.apps.cli_active import demo
+
+    seen = []
+
+    def fake_run_curves(X, y, model, strategies, n_queries, min_samples, warm_burnin, progress, propagation):
+        seen.append((model, propagation, warm_burnin, [s[4] for s in strategies]))
+        hist = [{"n_queries": q, "v_beta": 0.5 + q / 100} for q in range(0, n_queries + 1, 5)]
+        return [{"name": s[0], "strategy": s[1], "seed": s[3], "history": hist} for s in strategies]
+
+    monkeypatch.setattr(demo_mod, "run_curves", fake_run_curves)
+    monkeypatch.setattr(
+        demo_mod, "plot_curves", lambda *a, **k: type("F", (), {"savefig": lambda *a, **k: None})()
+    )
+    app = typer.Typer()
+    app.command()(demo)
+    res = CliRunner().invoke(
+        app, ["--quick", "--out", str(tmp_path), "--n-queries", "10", "--model", "nested"]
+    )
+    assert res.exit_code == 0, res.output
+    ((model, propagation, warm, seeds),) = seen
+    assert type(model) is NestedDPMM and propagation is None and warm is None
+    assert (model.n_chains, model.n_burnin, model.n_samples, model.thin) == (2, 30, 10, 2)
+    assert seeds == [0, 0, 1, 1]  # the same model seeds for both strategies
+    meta = json.loads((tmp_path / "demo_quick_nested.json").read_text())["meta"]
+    assert meta["command"] == "jaxclust demo --quick --model nested" and meta["model"]["n_split_merge"] == 20
+    assert not (tmp_path / "demo_quick.json").exists()  # the DPMM's files are left alone
+    bad = CliRunner().invoke(app, ["--quick", "--out", str(tmp_path), "--model", "Nested"])
+    assert bad.exit_code != 0 and "--model" in bad.output and "'Nested'" in bad.output
+
+
 @pytest.mark.slow
 def test_annotate_cli_with_the_dpmm(tmp_path):
     data, store = tmp_path / "items.csv", tmp_path / "answers.sqlite"
