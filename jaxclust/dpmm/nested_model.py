@@ -95,11 +95,11 @@ def _answer_rows(n_answers: int) -> int:
 
 
 def _row_width(rows: int) -> int:
-    """The answers an item's row of the answer table holds for ``rows`` padded answers: a sixteenth of them (at
-    least 8). It changes only where the padded rows do (no compile of its own), and holds the items' mean number
-    of answers (``2 rows / n``) once ``n >= 32``; an item with more, a representative the session asked about
-    many others, reads all the rows."""
-    return max(8, rows // 16)
+    """The answers an item's row of the answer table holds for ``rows`` padded answers: a thirty-second of them
+    (at least 8). It changes only where the padded rows do (no compile of its own), and holds the items' mean
+    number of answers (``2 rows / n``) once ``n >= 64``; an item with more, a representative the session asked
+    about many others, reads all the rows. A wider row costs every item's move (``O(W C)``)."""
+    return max(8, rows // 32)
 
 
 def _temper(sweep: int, n_burnin: int, start: float | None) -> float:
