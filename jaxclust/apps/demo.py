@@ -378,11 +378,10 @@ def run_demo(
         The results (``meta``, ``runs`` and ``summary``) as written to ``demo.json``.
     """
     check_demo_options(out_dir, n_queries, random_state, model=model)  # before anything is created
-    name = model
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     X, y = load_wine_standardised()
-    model, min_samples, warm = _demo_model(name, quick, random_state)
+    estimator, min_samples, warm = _demo_model(model, quick, random_state)
     n_q = (30 if quick else 100) if n_queries is None else n_queries
     batch, repeats = 5, 2 if quick else 3
     active, rand = "active (explore)", "random pairs"
@@ -397,14 +396,14 @@ def run_demo(
     t0 = time.perf_counter()
     # None: the learner reads a model that samples classes as it is ("pairs"), the DPMM's through classes
     runs = run_curves(
-        X, y, model, strategies, n_q, min_samples, warm_burnin=warm, progress=progress, propagation=None
+        X, y, estimator, strategies, n_q, min_samples, warm_burnin=warm, progress=progress, propagation=None
     )
     grid = np.arange(0, n_q + 1, batch)
     summary, means = _summarise(runs, grid, repeats, active, rand)
     meta = {
         "dataset": "sklearn wine (178 x 13, standardised), 3 classes",
         "quick": quick,
-        "model": {k: v for k, v in model.get_params().items() if k != "prior"},
+        "model": {k: v for k, v in estimator.get_params().items() if k != "prior"},
         "warm_burnin": warm,
         "n_queries": n_q,
         "batch_size": batch,
@@ -412,16 +411,16 @@ def run_demo(
         "random": "pairs drawn uniformly among those not yet known, answered by the same gold oracle",
         "seconds": time.perf_counter() - t0,
         "date": time.strftime("%Y-%m-%d"),
-        "command": f"jaxclust demo{' --quick' if quick else ''}{' --model nested' if name == 'nested' else ''}",
+        "command": f"jaxclust demo{' --quick' if quick else ''}{' --model nested' if model == 'nested' else ''}",
     }
     result = {"meta": meta, "runs": runs, "summary": summary}
     # a quick run never writes over the full run's files, nor one model's over the other's
-    stem = ("demo_quick" if quick else "demo") + ("_nested" if name == "nested" else "")
+    stem = ("demo_quick" if quick else "demo") + ("_nested" if model == "nested" else "")
     (out / f"{stem}.json").write_text(json.dumps(result, indent=1, default=jsonable))
     plot_curves(
         runs,
         metrics=("v_beta", "homogeneity", "completeness"),
-        title=f"wine: active vs random constraint selection, {_TITLES[name]} ({repeats} seeds each)",
+        title=f"wine: active vs random constraint selection, {_TITLES[model]} ({repeats} seeds each)",
     ).savefig(out / f"{stem}.png", dpi=110)
     echo(format_table(runs, "v_beta", grid=grid[:: max(1, len(grid) // 10)]))
     echo(_verdict(summary, means, n_q, active, rand))
