@@ -251,7 +251,9 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     a diagonal Gaussian with its own mean and precision (as in :class:`~jaxclust.DPMM`), and classes a
     CRP(``gamma``) over the components, tied by nothing but the answers. Without answers the components are a
     DP mixture's and ``gamma`` sets how readily the samples join them: two components share a class with prior
-    probability ``1 / (1 + gamma)``. Each iteration of each chain is an item sweep (given sampled component
+    probability ``1 / (1 + gamma)``. Two classes of ``a`` and ``b`` components that no answer keeps apart are one
+    with prior odds ``Γ(a+b) / (gamma Γ(a) Γ(b))`` (63 for ``a = b = 5`` at the default): where must-links gather
+    the components of two classes, only a cannot-link between them keeps the two apart. Each iteration of each chain is an item sweep (given sampled component
     parameters, :mod:`jaxclust.dpmm.nested_params`; every fifth one collapsed, which opens new components more
     readily), a component sweep, and
     ``n_split_merge`` Metropolis-Hastings proposals of each kind: splits and merges of whole classes, of

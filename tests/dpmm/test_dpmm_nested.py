@@ -287,6 +287,19 @@ def test_the_prior_sums_to_one_over_every_labelling():
     assert total == pytest.approx(1.0, abs=1e-12)
 
 
+@pytest.mark.parametrize("a, b", [(1, 1), (2, 3), (5, 5)])
+def test_two_classes_no_answer_keeps_apart_join_with_the_crps_odds(x64, a, b):
+    # the odds the docstring of NestedDPMM states: data and answers alike, only the class CRP differs
+    X = np.linspace(-2.0, 2.0, a + b)[:, None]
+    within = [(k, k + 1, "must") for k in range(a + b - 1) if k != a - 1]
+    data = N.prepare(X, within, dtype=jnp.float64)
+    z = np.arange(a + b)
+    apart = float(N.log_joint(_state(z, np.repeat([0, 1], [a, b]), data), data, PRIOR, ALPHA, GAMMA, a + b))
+    one = float(N.log_joint(_state(z, np.zeros(a + b, int), data), data, PRIOR, ALPHA, GAMMA, a + b))
+    want = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) - math.log(GAMMA)
+    assert one - apart == pytest.approx(want, rel=1e-9)
+
+
 def _posterior(data):
     table = {}
     n = data.X.shape[0]
