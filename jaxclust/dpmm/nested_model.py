@@ -253,11 +253,12 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     DP mixture's and ``gamma`` sets how readily the samples join them: two components share a class with prior
     probability ``1 / (1 + gamma)``. Two classes of ``a`` and ``b`` components that no answer keeps apart are one
     with prior odds ``Γ(a+b) / (gamma Γ(a) Γ(b))`` (63 for ``a = b = 5`` at the default): where must-links gather
-    the components of two classes, only a cannot-link between them keeps the two apart. Each iteration of each chain is an item sweep (given sampled component
-    parameters, :mod:`jaxclust.dpmm.nested_params`; every fifth one collapsed, which opens new components more
-    readily), a component sweep, and
-    ``n_split_merge`` Metropolis-Hastings proposals of each kind: splits and merges of whole classes, of
-    components inside a class, and moves of a whole must-linked group to another class.
+    the components of two classes, only a cannot-link between them keeps the two apart.
+
+    Each iteration of each chain is an item sweep (given sampled component parameters,
+    :mod:`jaxclust.dpmm.nested_params`; every fifth one collapsed, which opens new components more readily), a
+    component sweep, and ``n_split_merge`` Metropolis-Hastings proposals of each kind: splits and merges of whole
+    classes, of components inside a class, and moves of a whole must-linked group to another class.
 
     Columns are standardised; a column of one value tells no items apart and is left out. The prior of a
     component: mean 0; ``kappa`` (component means spread over about ``1/sqrt(kappa)`` within-component standard
