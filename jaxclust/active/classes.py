@@ -39,6 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from jaxclust.coclustering import relabel
 from jaxclust.constraints import Constraints
@@ -50,6 +51,8 @@ __all__ = [
     "class_map",
     "class_samples",
     "component_questions",
+    "answer_groups",
+    "joined_answer_groups",
 ]
 
 MIN_SPLIT = 8  # smallest component whose unity is asked about
@@ -378,8 +381,9 @@ def component_questions(
 
     The components here are :func:`class_map`'s units: a component split by an answer is asked about share by
     share. With ``classes`` (n,), the classes of the sample ``z`` as a model of classes of components sampled
-    them, the components are the sample's own and their classes those of ``classes``. Empty when every belief
-    has been tested: the caller falls back to link entropy.
+    them, the components are the sample's own and their classes those of ``classes``, and the first questions
+    are those of :func:`joined_answer_groups`: the answered groups the sample joins with no answer between
+    them. Empty when every belief has been tested: the caller falls back to link entropy.
     """
     X = np.asarray(X, np.float64)
     if classes is None:
@@ -400,6 +404,10 @@ def component_questions(
         out.append(pair)
         return True
 
+    if classes is not None and constraints is not None:
+        for i, j in joined_answer_groups(X, classes, constraints):
+            if ask(i, j) and len(out) == k:
+                return out
     members = [np.flatnonzero(comp == c) for c in range(K)]
     rep = np.array([_central(X, members[c], mean[c], var[c]) for c in range(K)])
     if K >= 2:
@@ -449,3 +457,64 @@ def component_questions(
         if ask(i, j) and len(out) == k:
             return out
     return out
+
+
+def answer_groups(constraints: Constraints) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The answered items grouped by what the answers say is together: ``(items, group, apart)``, the answered
+    items (m,) in increasing order, each one's group (m,) (0..G-1: the items that "same" answers, hard or soft,
+    link, transitively) and the group pairs (A, 2), ``a < b``, that a "different" answer, hard or soft,
+    relates."""
+    must = [(i, j) for i, j in constraints.must_link]
+    must += [(i, j) for i, j, kind, _ in constraints.answers if kind == "must"]
+    cannot = [(i, j) for i, j in constraints.cannot_link]
+    cannot += [(i, j) for i, j, kind, _ in constraints.answers if kind != "must"]
+    ends = np.asarray(must + cannot, np.int64).reshape(-1, 2)
+    items = np.unique(ends)
+    if len(items) == 0:
+        return items, np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
+    at = np.searchsorted(items, ends)
+    m = np.asarray(at[: len(must)]).reshape(-1, 2)
+    graph = sp.coo_matrix((np.ones(len(m)), (m[:, 0], m[:, 1])), shape=(len(items), len(items)))
+    _, group = connected_components(graph, directed=False)
+    group = relabel(group)
+    c = group[np.asarray(at[len(must) :]).reshape(-1, 2)]
+    apart = np.unique(np.sort(c, axis=1), axis=0)
+    return items, group, apart
+
+
+def joined_answer_groups(X: np.ndarray, classes, constraints: Constraints) -> list[tuple[int, int]]:
+    """Questions ``(i, j)`` about the joins a sample of classes makes that no answer has tested, largest first.
+
+    Under a model whose classes are sampled (:class:`~jaxclust.NestedDPMM`), two groups of answered items
+    (:func:`answer_groups`) that the sample ``classes`` (n,) puts in one class, with no answer between them,
+    hold the belief "these are one class" on no evidence: the class prior joins what nothing keeps apart, and
+    every later answer about their items is read through that join. Each such pair of groups is asked once,
+    through each group's most central member (nearest the group's mean, in units of the columns' standard
+    deviations), the pairs of the most answered items first. A "different" answer keeps the two groups, and the
+    components that hold them, apart from then on; a "same" answer joins them.
+    """
+    items, group, apart = answer_groups(constraints)
+    G = int(group.max()) + 1 if len(group) else 0
+    if G < 2:
+        return []
+    X = np.asarray(X, np.float64)
+    scale = X.std(axis=0)
+    Z = X[items] / np.where(scale > 0, scale, 1.0)
+    size = np.bincount(group, minlength=G)
+    centre = np.zeros((G, Z.shape[1]))
+    np.add.at(centre, group, Z)
+    centre /= size[:, None]
+    spread = ((Z - centre[group]) ** 2).sum(axis=1)
+    order = np.lexsort((spread, group))  # by group, then nearest its mean first
+    first = np.ones(len(order), bool)
+    first[1:] = group[order][1:] != group[order][:-1]
+    rep = np.empty(G, np.int64)
+    rep[group[order][first]] = items[order][first]
+    cls = np.asarray(classes)[rep]
+    a, b = np.triu_indices(G, k=1)
+    keep = cls[a] == cls[b]
+    if len(apart):
+        keep &= ~np.isin(a * G + b, apart[:, 0] * G + apart[:, 1])
+    a, b = a[keep], b[keep]
+    by = np.lexsort((b, a, -(size[a] + size[b])))
+    return [(int(rep[a[t]]), int(rep[b[t]])) for t in by]

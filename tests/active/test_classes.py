@@ -9,10 +9,12 @@ from sklearn.metrics import adjusted_rand_score
 from jaxclust import DPMM, Constraints, NestedDPMM
 from jaxclust.active import ActiveLearner, GoldOracle
 from jaxclust.active.classes import (
+    answer_groups,
     class_map,
     class_samples,
     component_questions,
     component_statistics,
+    joined_answer_groups,
     natural_components,
 )
 from jaxclust.active.selection import Round, pick
@@ -309,3 +311,53 @@ def test_questions_about_a_sample_of_classes_read_its_classes_not_the_answers():
     # through the session's Round: the model's classes reach the questions
     r = Round(np.stack([CLASS, CLASS]), None, (), X=X, components=BLOB, classes=CLASS)
     assert pick("explore", r, 4)[0][:3] == qs  # then a component's unity (the smallest blob asked about)
+
+
+def test_answer_groups_join_what_same_answers_link_and_relate_what_different_answers_do():
+    """Hard and soft "same" answers link items transitively into groups; "different" answers, hard or soft,
+    relate groups (each pair once, smaller group first)."""
+    c = Constraints.from_answers(
+        12,
+        [
+            (0, 1, "must"),
+            (1, 2, "must"),
+            (3, 4, "must"),
+            (5, 6, "cannot"),
+            (0, 5, "cannot"),
+            (2, 6, "cannot"),
+            (7, 8, "must", 0.1),
+            (8, 9, "cannot", 0.1),
+        ],
+    )
+    items, group, apart = answer_groups(c)
+    assert items.tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]  # 10 and 11: no answer
+    assert group.tolist() == [0, 0, 0, 1, 1, 2, 3, 4, 4, 5]
+    assert apart.tolist() == [[0, 2], [0, 3], [2, 3], [4, 5]]
+    none = answer_groups(Constraints(5))
+    assert len(none[0]) == 0 and none[2].shape == (0, 2)
+
+
+def test_joined_answer_groups_ask_about_joins_of_answered_groups_that_no_answer_tested():
+    """A sample of classes that joins everything (one class over the four blobs): the must-linked group of
+    three in blob 0 and that in blob 2 are one class on no evidence, and so is the lone item of blob 3
+    that a cannot-link holds; the largest groups' join is asked first, each group through its most central
+    member, and a pair that an answer relates is never asked."""
+    one = np.zeros(32, np.int64)
+    c = Constraints(32, must_link=[(0, 1), (1, 2), (16, 17), (17, 18)], cannot_link=[(16, 24)])
+    qs = joined_answer_groups(X, one, c)
+    central = {
+        g: m[np.argmin((((X[m] - X[m].mean(0)) / X.std(0)) ** 2).sum(1))]
+        for g, m in {"a": np.array([0, 1, 2]), "b": np.array([16, 17, 18])}.items()
+    }
+    assert qs == [
+        (central["a"], central["b"]),
+        (central["a"], 24),
+    ]  # group b and 24: a cannot-link relates them
+    # classes the sample keeps apart are not asked about: blobs {0, 1} and {2, 3} in two classes
+    assert joined_answer_groups(X, CLASS, c) == []
+    # a soft "different" answer relates the two groups as a hard one does
+    soft = Constraints.from_answers(32, [(0, 1, "must", 0.1), (16, 17, "must", 0.1), (0, 16, "cannot", 0.1)])
+    assert joined_answer_groups(X, one, soft) == []
+    # through component_questions: these come before the questions about the sample's components
+    assert component_questions(X, BLOB, c, 2, classes=one) == qs
+    assert component_questions(X, BLOB, c, 2, classes=None)[0] != qs[0]
