@@ -2,12 +2,16 @@
 
 A stand-in chat server (``jaxclust.active.chat_fake.FakeChatServer``) answers "same category?" from gold labels,
 wrong on a share of the same pairs (``--false-different``) and of the different pairs (``--false-same``), each
-pair's verdict fixed once (a model wrong about a pair is wrong every time). ``MachineFirst(check=1)`` asks a
-person (the gold labels) about every pair too, so ``MachineRates`` sees ``--checks`` checked pairs; the estimate
-is its posterior mean. Repeated over ``--repeats`` random draws of pairs and server errors. Written:
-``chat_rates.json`` (each repeat's estimates after 10, 20, ..., ``--checks`` pairs) and ``chat_rates.png``.
+pair's verdict fixed once (a model wrong about a pair is wrong every time). ``MachineFirst(check=...)`` asks a
+person (the gold labels) about a share of the machine's answers (``--check``: one share for both answers, or two,
+its "same"s then its "different"s; 1 checks every pair), random pairs, until ``MachineRates`` has seen
+``--checks`` checked pairs; the machine's other answers count as unchecked; the estimate is its posterior mean.
+Repeated over ``--repeats`` random draws of pairs and server errors. Written: ``chat_rates.json`` (each repeat's
+estimates after 10, 20, ..., ``--checks`` checked pairs, and how many answers the machine gave by then) and
+``chat_rates.png``.
 
-    python experiments/chat_rates.py --out experiments/results/chat_rates
+    python experiments/chat_rates.py --check 1 --out experiments/results/chat_rates
+    python experiments/chat_rates.py --check 0.2 0.05 --out experiments/results/chat_rates_stratified
 """
 
 from __future__ import annotations
@@ -31,8 +35,13 @@ def one_run(labels: np.ndarray, args, seed: int) -> list[dict]:
     ) as server:
         machine = ChatOracle(texts, ChatEndpoint(server.url, "fake", api_key_env=None), n_replies=1)
         rates = MachineRates(prior=tuple(args.prior))
+        check = args.check[0] if len(args.check) == 1 else {"must": args.check[0], "cannot": args.check[1]}
         routed = MachineFirst(
-            machine, lambda i, j: "must" if labels[i] == labels[j] else "cannot", rates, check=1.0
+            machine,
+            lambda i, j: "must" if labels[i] == labels[j] else "cannot",
+            rates,
+            check=check,
+            sure=None,
         )
         seen: set[tuple[int, int]] = set()
         while rates.n_checked < args.checks:
@@ -52,6 +61,7 @@ def one_run(labels: np.ndarray, args, seed: int) -> list[dict]:
                         "checked": rates.n_checked,
                         "false_same": rates.false_same,
                         "false_different": rates.false_different,
+                        "machine_answers": len(routed.routes),
                     }
                 )
     return rows
@@ -64,6 +74,13 @@ def main() -> None:
     ap.add_argument("--false-different", type=float, default=0.05)
     ap.add_argument("--classes", type=int, default=3, help="equal classes of 100 items")
     ap.add_argument("--checks", type=int, default=100)
+    ap.add_argument(
+        "--check",
+        type=float,
+        nargs="+",
+        default=[1.0],
+        help="share of the machine's answers checked: one, or its 'same's then its 'different's",
+    )
     ap.add_argument("--repeats", type=int, default=200)
     ap.add_argument(
         "--prior", type=float, nargs=2, default=[1.0, 9.0], help="MachineRates' Beta prior (a, b)"
@@ -76,19 +93,22 @@ def main() -> None:
         json.dumps({"args": vars(args) | {"out": str(args.out)}, "rows": rows}, indent=1) + "\n"
     )
     print(
-        f"true rates: false same {args.false_same}, false different {args.false_different}; prior {args.prior}"
+        f"true rates: false same {args.false_same}, false different {args.false_different}; prior {args.prior}; "
+        f"check {args.check}"
     )
     print(
-        "checked | false same: mean, mean |error|, within 0.05 | false different: mean, mean |error|, within 0.05"
+        "checked | machine answers | false same: mean, mean |error|, within 0.05 | false different: mean, mean "
+        "|error|, within 0.05 | both within 0.05"
     )
     for c in sorted({r["checked"] for r in rows}):
         at = [r for r in rows if r["checked"] == c]
         fs = np.array([r["false_same"] for r in at])
         fd = np.array([r["false_different"] for r in at])
         es, ed = np.abs(fs - args.false_same), np.abs(fd - args.false_different)
+        answers = np.mean([r["machine_answers"] for r in at])
         print(
-            f"{c:7d} | {fs.mean():.3f}, {es.mean():.3f}, {np.mean(es <= 0.05):.2f} | "
-            f"{fd.mean():.3f}, {ed.mean():.3f}, {np.mean(ed <= 0.05):.2f}"
+            f"{c:7d} | {answers:15.0f} | {fs.mean():.3f}, {es.mean():.3f}, {np.mean(es <= 0.05):.2f} | "
+            f"{fd.mean():.3f}, {ed.mean():.3f}, {np.mean(ed <= 0.05):.2f} | {np.mean((es <= 0.05) & (ed <= 0.05)):.2f}"
         )
     from matplotlib.figure import Figure
 

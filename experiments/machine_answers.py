@@ -11,7 +11,9 @@ model), the person being the gold labels:
 * ``human``: a person answers every question (``--human-queries`` of them).
 * ``machine``: ``MachineFirst`` (the terminal's routing): the machine answers first; the person answers where its
   replies split, where the model is sure of the opposite (95 % of its samples), and a share ``--check`` of the
-  rest as checks; the machine's answers are soft, at the error rates learned from the checks.
+  rest as checks (one share, or one for its "same"s and one for its "different"s; by default
+  ``MachineFirst``'s); the machine's answers are soft, at the error rates learned from the checks and from what
+  it said about the pairs nobody checked.
 * ``unanimous``: the published recipe: the machine's unanimous answers are taken as right (hard constraints),
   the person answers only where its replies split.
 
@@ -88,7 +90,14 @@ def run_one(dataset: str, mode: str, seed: int, args) -> dict:
             )
             if mode == "machine":
                 sure = None if args.sure > 1 else args.sure
-                routed = MachineFirst(chat, person, check=args.check, sure=sure, random_state=seed)
+                check = (
+                    None
+                    if args.check is None
+                    else args.check[0]
+                    if len(args.check) == 1
+                    else dict(zip(("must", "cannot"), args.check, strict=True))
+                )
+                routed = MachineFirst(chat, person, check=check, sure=sure, random_state=seed)
                 error_rate = routed.error_rates()
             else:  # never checked, never routed for a contradiction: hard answers
                 routed = MachineFirst(chat, person, check=0.0, sure=None, random_state=seed)
@@ -205,7 +214,14 @@ def main(argv=None) -> None:
     ap.add_argument("--false-different", type=float, default=0.05)
     ap.add_argument("--noise", type=float, default=0.05)
     ap.add_argument("--replies", type=int, default=5)
-    ap.add_argument("--check", type=float, default=0.1)
+    ap.add_argument(
+        "--check",
+        type=float,
+        nargs="+",
+        default=None,
+        help="machine mode: the checked share of the machine's answers, one or SAME DIFFERENT (default: "
+        "MachineFirst's, a fifth of its 'same's and a twentieth of its 'different's; before 2026-12-07, 0.1)",
+    )
     ap.add_argument(
         "--sure", type=float, default=0.95, help="machine mode: MachineFirst's sure (above 1: never)"
     )

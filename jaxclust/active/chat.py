@@ -9,8 +9,9 @@ chat-completions endpoint (a hosted API, or a local server such as llama.cpp's o
   (:func:`read_verdict`; anything else is an abstention, logged). It answers ``"must"`` or ``"cannot"`` when the
   replies that did not abstain agree, ``"unknown"`` when they split or all abstained; the votes of each pair are
   kept (:meth:`ChatOracle.votes`) and never asked twice.
-* :class:`MachineRates` estimates the machine's two error rates from pairs people also answered, and turns them
-  into the error rate of each of its answers as a soft answer.
+* :class:`~jaxclust.active.machine_rates.MachineRates` (:mod:`jaxclust.active.machine_rates`, re-exported here)
+  estimates the machine's two error rates from pairs people also answered and what it said about the others,
+  and turns them into the error rate of each of its answers as a soft answer.
 * :class:`MachineFirst` routes: the machine answers first, a person where its replies split and for a share of
   checks (:func:`is_checked`) that calibrate :class:`MachineRates`.
 * A :class:`~jaxclust.active.chat_cache.VoteCache` keeps the votes on disk, so that a resumed session sends no
@@ -39,17 +40,17 @@ from typing import Any
 import numpy as np
 
 from jaxclust.active.chat_cache import VoteCache, items_digest
+from jaxclust.active.machine_rates import CHECK, MachineRates, check_shares, is_checked
 from jaxclust.active.oracles import SessionStopped, shorten
 from jaxclust.active.replies import WORDS
 from jaxclust.answers import Answer, ask, check_reply
 from jaxclust.errors import ChatError, InvalidInputError
 from jaxclust.validation import check_float, check_int, seed_from
 
+# CHECK, check_shares, is_checked and MachineRates live in jaxclust.active.machine_rates and are imported here too
 __all__ = [
-    "is_checked",
     "ChatEndpoint",
     "ChatOracle",
-    "MachineRates",
     "MachineFirst",
     "read_verdict",
     "contradicts",
@@ -393,65 +394,6 @@ class ChatOracle:
         return self.answer(i, j)
 
 
-class MachineRates:
-    """The machine's two error rates, from the pairs people also answered.
-
-    ``false_same``: how often it says "same" about a pair people call different; ``false_different``: how often
-    it says "different" about a pair people call the same. Each is the mean of its Beta posterior: a Beta
-    ``prior`` (a, b) (wrong a times in a + b) updated by the checked pairs (:meth:`add`).
-
-    :meth:`error_rate` is the error rate its answer gets as a soft answer: the rate ``eps`` whose odds
-    ``(1 - eps) / eps`` equal the likelihood ratio of the reply, so ``"must"`` gets ``fs / (fs + 1 - fd)`` and
-    ``"cannot"`` gets ``fd / (fd + 1 - fs)`` (``fs``, ``fd`` the two rates), at most 1/2.
-    """
-
-    def __init__(self, prior: tuple[float, float] = (1.0, 9.0)):
-        a, b = prior
-        check_float(a, "prior[0]", minimum=0.0, strict=True)
-        check_float(b, "prior[1]", minimum=0.0, strict=True)
-        self.prior = (float(a), float(b))
-        self.checked = {"must": [0, 0], "cannot": [0, 0]}  # machine's answer -> [right, wrong]
-
-    def add(self, machine: str, person: str) -> None:
-        """One pair both answered (``"unknown"`` on either side says nothing)."""
-        if machine in ("must", "cannot") and person in ("must", "cannot"):
-            self.checked[machine][machine != person] += 1
-
-    def _rate(self, said: str) -> float:
-        right, wrong = self.checked[said]
-        # "same" said of a different pair is wrong among the pairs people call different; those are the
-        # machine's wrong "same"s and its right "different"s
-        other = "cannot" if said == "must" else "must"
-        negatives = wrong + self.checked[other][0]
-        a, b = self.prior
-        return (a + wrong) / (a + b + negatives)
-
-    @property
-    def false_same(self) -> float:
-        return self._rate("must")
-
-    @property
-    def false_different(self) -> float:
-        return self._rate("cannot")
-
-    @property
-    def n_checked(self) -> int:
-        return sum(sum(v) for v in self.checked.values())
-
-    def __repr__(self) -> str:
-        return f"MachineRates(prior={self.prior}, checked={self.checked})"
-
-    def error_rate(self, answer: str) -> float:
-        fs, fd = self.false_same, self.false_different
-        if answer == "must":
-            eps = fs / (fs + 1.0 - fd)
-        elif answer == "cannot":
-            eps = fd / (fd + 1.0 - fs)
-        else:
-            raise InvalidInputError(f"answer: expected 'must' or 'cannot', got {answer!r}")
-        return min(0.5, eps)
-
-
 def verdict_of(votes: tuple[int, int, int]) -> str:
     """``"must"`` or ``"cannot"`` when the votes ``(same, different, abstained)`` that did not abstain agree,
     else ``"unknown"``."""
@@ -461,12 +403,6 @@ def verdict_of(votes: tuple[int, int, int]) -> str:
     if different and not same:
         return "cannot"
     return "unknown"
-
-
-def is_checked(seed: int, i: int, j: int, share: float) -> bool:
-    """Whether the pair ``(i, j)`` (``i < j``) is among the share ``share`` of a machine's answers a person also
-    gives: a seeded hash of the pair, so that a resumed session, and the store read afterwards, know which."""
-    return share > 0 and np.random.default_rng([seed, 11, i, j]).random() < share
 
 
 def contradicts(samples: np.ndarray | None, i: int, j: int, verdict: str, sure: float | None) -> bool:
@@ -482,10 +418,11 @@ class MachineFirst:
     """The machine answers first; a person answers where it matters, and checks a share of the machine's answers.
 
     For each question the chat model is asked (its votes); the question goes to ``person`` (any oracle) when the
-    model's replies split or all abstained, for a share ``check`` of the others (:func:`is_checked`: a seeded
-    hash of the pair), so that :class:`MachineRates` learns how often the machine is wrong (both answers are
-    compared, the person's is used; only these checks count, as the other routes pick pairs the machine is likelier
-    to get wrong), and when the clustering model is sure of the opposite (a share ``sure`` of its samples, which
+    model's replies split or all abstained, for a share ``check`` of the others, by what the machine said
+    (:func:`is_checked`: a seeded hash of the pair), so that :class:`MachineRates` learns how often the machine is
+    wrong (both answers are compared, the person's is used; these checks, with what the machine said about the
+    pairs nobody checked, are the rates' evidence, as the other routes pick pairs the machine is likelier to get
+    wrong), and when the clustering model is sure of the opposite (a share ``sure`` of its samples, which
     :class:`~jaxclust.active.ActiveLearner` passes to :meth:`observe`, say so). Otherwise the machine's answer
     stands, returned as an :class:`~jaxclust.active.oracles.Answer` under the machine's name, so a session stores
     it as the machine's and gives it the machine's error rate when ``error_rate`` says so: pass
@@ -499,8 +436,10 @@ class MachineFirst:
         experiment); its answers are stored under the session's annotator.
     rates : MachineRates or None
         The machine's error rates, updated by every check (a new one when None).
-    check : float in [0, 1]
-        The share of the machine's unanimous answers also asked of a person.
+    check : float in [0, 1] or dict
+        The share of the machine's unanimous answers also asked of a person: one for both answers, or
+        ``{"must": share, "cannot": share}`` (default :data:`CHECK`: a fifth of its "same"s, a twentieth of its
+        "different"s).
     sure : float in [0.5, 1] or None
         A verdict against what at least this share of the model's samples say goes to a person (None: never).
     random_state : int
@@ -520,7 +459,7 @@ class MachineFirst:
         machine: ChatOracle,
         person: Any,
         rates: MachineRates | None = None,
-        check: float = 0.1,
+        check: Any = None,
         sure: float = 0.95,
         random_state=0,
         tell: Callable[[str], Any] | None = None,
@@ -536,7 +475,7 @@ class MachineFirst:
             raise InvalidInputError(f"rates: expected MachineRates or None, got {type(rates).__name__}")
         self.machine, self.person = machine, person
         self.rates = MachineRates() if rates is None else rates
-        self.check = check_float(check, "check", minimum=0.0, maximum=1.0)
+        self.check = check_shares(CHECK if check is None else check)
         self.sure = None if sure is None else check_float(sure, "sure", minimum=0.5, maximum=1.0)
         self.samples: np.ndarray | None = None
         self.tell = tell
@@ -555,10 +494,12 @@ class MachineFirst:
         self.routes.append(route)
         if verdict == "unknown":
             route.update(to="person", why="split")
-        elif is_checked(self.seed, min(i, j), max(i, j), self.check):
+        elif is_checked(self.seed, min(i, j), max(i, j), self.check[verdict]):
             route.update(to="person", why="check")
-        elif contradicts(self.samples, i, j, verdict, self.sure):
-            route.update(to="person", why="contradicts")
+        else:
+            self.rates.saw(verdict)
+            if contradicts(self.samples, i, j, verdict, self.sure):
+                route.update(to="person", why="contradicts")
         if route["to"] == "machine":
             if self.tell is not None:
                 same, different, abstained = votes
@@ -575,16 +516,22 @@ class MachineFirst:
         return said
 
     def calibrate(self, records: Sequence[dict]) -> None:
-        """The rates learned again from ``records`` (a resumed store's answers in effect): each checked pair a
-        person answered whose votes the machine's cache holds counts, as it did when it was asked."""
-        self.rates.checked = {"must": [0, 0], "cannot": [0, 0]}
+        """The rates learned again from ``records`` (a resumed store's answers in effect): each pair whose votes
+        the machine's cache holds counts as it did when it was asked: a checked pair with the person's answer,
+        any other unanimous verdict once, as one nobody checked."""
+        self.rates.reset()
+        seen: set[tuple[int, int]] = set()
         for rec in records:
-            i, j = rec["i"], rec["j"]
+            i, j = min(rec["i"], rec["j"]), max(rec["i"], rec["j"])
             votes = self.machine.known(i, j)
-            if rec.get("annotator") == self.machine.annotator or votes is None:
+            verdict = "unknown" if votes is None else verdict_of(votes)
+            if verdict == "unknown":
                 continue
-            verdict = verdict_of(votes)
-            if verdict != "unknown" and is_checked(self.seed, min(i, j), max(i, j), self.check):
+            if not is_checked(self.seed, i, j, self.check[verdict]):
+                if (i, j) not in seen:  # once a pair, however many answered it after
+                    self.rates.saw(verdict)
+                    seen.add((i, j))
+            elif rec.get("annotator") != self.machine.annotator:
                 self.rates.add(verdict, rec["answer"])
 
     def observe(self, samples: np.ndarray) -> None:

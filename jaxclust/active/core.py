@@ -335,6 +335,25 @@ class SessionCore:
             rates = [self.rate_of(r.get("annotator"), r["answer"]) for r in records]
         replay(self.state, records, rates)
 
+    def rerate(self) -> bool:
+        """The answers in effect again, when an error rate given as an object (a chat model's
+        :class:`~jaxclust.active.chat.MachineRates`, which learns as answers arrive) now gives one of its soft
+        answers another rate than it had when the answer came: every such answer then weighs what the rates say
+        now, not what they said when it was given. Returns whether the constraints were rebuilt."""
+        given = self.settings.error_rate
+        if not any(is_rate_model(v) for v in (given.values() if isinstance(given, Mapping) else [given])):
+            return False
+        st = self.state
+        rates = [self.rate_of(r.get("annotator"), r["answer"]) for r in st.answers]
+        now = [
+            rate for r, rate in zip(st.answers, rates, strict=True) if rate > 0 and r["answer"] != "unknown"
+        ]
+        held = [eps for *_, eps in st.constraints.answers]  # the session's soft answers come last, in order
+        if held[len(held) - len(now) :] == now:
+            return False
+        self.rebuild([dict(r) for r in st.answers], rates)
+        return True
+
     def agreement(self, rec: dict) -> np.ndarray:
         """Importance weight (S,) of each current sample given the answer ``rec``: 1 where it agrees, 0 (a hard
         answer) or ``eps / (1 - eps)`` (an answer wrong with probability eps) where it does not."""

@@ -214,6 +214,7 @@ class Session:
         unless ``record`` is False. ``seed``, ``warm_from`` and ``warm`` (``n_burnin``, ``warm_components``):
         as :meth:`SessionCore.draw` takes them."""
         st = self.state
+        self.core.rerate()
         fit = self.core.draw(seed=seed, warm_from=warm_from, **warm)
         self.core.install(fit, count=False)
         if record and self.store is not None:

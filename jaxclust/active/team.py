@@ -213,7 +213,7 @@ class TeamSession:
         """Whether the pair, answered once as ``answers`` says, is owed a second opinion (a person's check of
         the machine's answers, else the ``double`` share)."""
         if self.machine is not None and self.machine.name in answers:
-            return self.machine.checked(*p)
+            return self.machine.checked(*p, answers[self.machine.name])
         return self._doubled(*p)
 
     def _doubled(self, i: int, j: int) -> bool:
@@ -479,10 +479,11 @@ class TeamSession:
         """One fit to the answers in effect now (warm from the last one) and a new pool. Returns False when the
         samples already saw every answer. The background thread calls this; tests may call it directly."""
         with self.lock:
-            if self.store.shared:
-                news = self.store.refresh()
-                if news.answers or news.undone:
-                    self._rebuild()
+            news = self.store.refresh() if self.store.shared else None
+            if (news is not None and (news.answers or news.undone)) or (
+                self.machine is not None and self.machine.recalibrate(self._by_pair)  # its answers weigh anew
+            ):
+                self._rebuild()
             n_answers = len(self.state.answers)
             if n_answers == self.answered_at_fit:
                 return False
@@ -502,8 +503,7 @@ class TeamSession:
         return True
 
     def start(self) -> TeamSession:
-        """Start the background threads (idempotent): one refits whenever answers came in, one has the machine
-        answer."""
+        """Start the background threads (idempotent): one refits when answers came in, one has the machine answer."""
         if not self._threads:
             loops = [("refit", self.refit, self._wake, lambda e: setattr(self, "fit_error", e))]
             if self.machine is not None:

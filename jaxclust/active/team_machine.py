@@ -10,11 +10,11 @@ the most informative pairs go to whoever asks first and people never wait for th
   machine's error rate for what it said.
 * **Where a person answers instead**: the replies split (or all abstained), or the model is sure of the opposite;
   the pair goes to the next person who asks, with the reason.
-* **Checks**: a share ``check`` of the machine's answers (chosen by a seeded hash of the pair, so a restarted
-  session owes the same ones) is owed a person's second opinion. The machine's two error rates
-  (:class:`~jaxclust.active.chat.MachineRates`) are estimated from these checks only, as the other pairs people
-  answer about are chosen where the machine is likelier to be wrong; they are rebuilt from the store, so a
-  restarted session keeps its calibration.
+* **Checks**: a share ``check`` of the machine's answers, by what it said (chosen by a seeded hash of the pair,
+  so a restarted session owes the same ones), is owed a person's second opinion. The machine's two error rates
+  (:class:`~jaxclust.active.chat.MachineRates`) are estimated from these checks and what it said about the
+  pairs nobody checked, not from the other pairs people answer about, which are chosen where the machine is
+  likelier to be wrong; they are rebuilt from the store, so a restarted session keeps its calibration.
 * **Review**: a person may go through the machine's answers in order of doubt (the share of the model's
   samples that say the opposite); a person's answer that differs overrules it (:meth:`TeamMachine.overruled`).
 """
@@ -26,7 +26,15 @@ from typing import Any
 import numpy as np
 
 from jaxclust.active.answer_log import UNNAMED
-from jaxclust.active.chat import ChatOracle, MachineRates, contradicts, is_checked
+from jaxclust.active.chat import (
+    CHECK,
+    ChatOracle,
+    MachineRates,
+    check_shares,
+    contradicts,
+    is_checked,
+    verdict_of,
+)
 from jaxclust.active.replies import WORDS
 from jaxclust.errors import InvalidInputError
 from jaxclust.validation import check_float, seed_from
@@ -43,8 +51,9 @@ class TeamMachine:
     ----------
     oracle : ChatOracle
         Its ``annotator`` is the machine's name in the store.
-    check : float in [0, 1]
-        The share of the machine's answers also asked of a person.
+    check : float in [0, 1] or dict
+        The share of the machine's answers also asked of a person: one for both answers, or ``{"must": share,
+        "cannot": share}`` (default :data:`~jaxclust.active.chat.CHECK`).
     sure : float in [0.5, 1] or None
         A verdict against what at least this share of the model's samples say goes to a person (None: never).
     random_state : int
@@ -68,7 +77,7 @@ class TeamMachine:
     def __init__(
         self,
         oracle: ChatOracle,
-        check: float = 0.1,
+        check=None,
         sure: float = 0.95,
         random_state: int = 0,
         prior: tuple[float, float] = (1.0, 9.0),
@@ -76,7 +85,7 @@ class TeamMachine:
         if not isinstance(oracle, ChatOracle):
             raise InvalidInputError(f"oracle: expected a ChatOracle, got {type(oracle).__name__}")
         self.oracle, self.name = oracle, oracle.annotator
-        self.check = check_float(check, "check", minimum=0.0, maximum=1.0)
+        self.check = check_shares(CHECK if check is None else check)
         self.sure = None if sure is None else check_float(sure, "sure", minimum=0.5, maximum=1.0)
         self.seed = seed_from(random_state)
         self.prior = prior
@@ -86,20 +95,35 @@ class TeamMachine:
         self.error: str | None = None
         self.stopped: str | None = None
 
-    def checked(self, i: int, j: int) -> bool:
-        """Whether a person owes a second opinion on the machine's answer about ``(i, j)``."""
-        return is_checked(self.seed, i, j, self.check)
+    def checked(self, i: int, j: int, said: str) -> bool:
+        """Whether a person owes a second opinion on the machine's answer ``said`` about ``(i, j)``."""
+        return said in self.check and is_checked(self.seed, i, j, self.check[said])
 
     def calibrate(self, by_pair: dict[Pair, dict[str, str]]) -> None:
-        """The error rates from the checked pairs among ``by_pair`` (pair -> {annotator: must/cannot}, the
-        answers in effect) that the machine and a person both answered (each person's answer counts)."""
+        """The error rates from ``by_pair`` (pair -> {annotator: must/cannot}, the answers in effect): each
+        checked pair a person answered (each person's answer counts), and each unchecked pair, by what the
+        machine said: its stored answer, or its unanimous votes on a pair it handed to people (a checked pair
+        no person has answered yet says nothing)."""
         self.rates = MachineRates(self.prior)
         for p, answers in by_pair.items():
             said = answers.get(self.name)
-            if said is not None and self.checked(*p):
-                for who, theirs in answers.items():
-                    if who != self.name:
-                        self.rates.add(said, theirs)
+            if said is None:  # a pair it handed to people: what its votes said
+                votes = self.oracle.known(*p)
+                said = "unknown" if votes is None else verdict_of(votes)
+            if said not in ("must", "cannot"):
+                continue
+            if not self.checked(*p, said):
+                self.rates.saw(said)
+                continue
+            for who, theirs in answers.items():
+                if who != self.name:
+                    self.rates.add(said, theirs)
+
+    def recalibrate(self, by_pair: dict[Pair, dict[str, str]]) -> bool:
+        """:meth:`calibrate` again; returns whether the rates moved (its answers then weigh otherwise)."""
+        before = self.rates.false_same, self.rates.false_different
+        self.calibrate(by_pair)
+        return (self.rates.false_same, self.rates.false_different) != before
 
     def failed(self, message: str) -> None:
         """A request that failed after its retries (the session goes on; the machine tries the next pair)."""

@@ -157,7 +157,7 @@ def annotate(
     machine_url: str = MACHINE_URL_OPTION,
     machine_model: str = MACHINE_MODEL_OPTION,
     machine_key_env: str = MACHINE_KEY_ENV_OPTION,
-    machine_check: float = MACHINE_CHECK_OPTION,
+    machine_check: str | None = MACHINE_CHECK_OPTION,
     model: str = MODEL_OPTION,
     n_burnin: int | None = N_BURNIN_OPTION,
     n_samples: int = N_SAMPLES_OPTION,

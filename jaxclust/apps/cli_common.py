@@ -116,9 +116,11 @@ MACHINE_KEY_ENV_OPTION = typer.Option(
     None, "--machine-key-env", metavar="VAR", help="Environment variable holding the endpoint's key."
 )
 MACHINE_CHECK_OPTION = typer.Option(
-    0.1,
+    None,
     "--machine-check",
-    help="Share of the chat model's answers you also answer, to learn its error rates.",
+    metavar="SHARE[,SHARE]",
+    help="Share of the chat model's answers you also answer, to learn its error rates: one for both answers, or "
+    "SAME,DIFFERENT (default 0.2,0.05: a fifth of its 'same's, a twentieth of its 'different's).",
 )
 
 _NO_ARGS = getattr(_cx, "NoArgsIsHelpError", ())
@@ -222,8 +224,23 @@ def sampler_options(
     return {"model": model, "n_chains": n_chains, "n_burnin": n_burnin, "n_samples": n_samples}
 
 
-def machine_options(url: str | None, model: str | None, key_env: str | None, check: float) -> dict | None:
-    """The ``--machine-*`` options as the apps' ``machine`` (None when no chat model is named)."""
+def machine_options(
+    url: str | None, model: str | None, key_env: str | None, check: str | None
+) -> dict | None:
+    """The ``--machine-*`` options as the apps' ``machine`` (None when no chat model is named); ``check`` as
+    ``--machine-check`` spells it: one share, or two (``SAME,DIFFERENT``)."""
     if url is None and model is None:
         return None
-    return {"url": url, "model": model, "key_env": key_env, "check": check}
+    out = {"url": url, "model": model, "key_env": key_env}
+    if check is not None:
+        parts = str(check).split(",")
+        try:
+            shares = [float(v) for v in parts]
+        except ValueError:
+            shares = []
+        if len(shares) not in (1, 2):
+            raise InvalidInputError(
+                f"--machine-check: expected SHARE or SAME,DIFFERENT (numbers), got {check!r}"
+            )
+        out["check"] = shares[0] if len(shares) == 1 else {"must": shares[0], "cannot": shares[1]}
+    return out

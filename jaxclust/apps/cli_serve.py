@@ -83,7 +83,7 @@ def serve(
     machine_url: str = MACHINE_URL_OPTION,
     machine_model: str = MACHINE_MODEL_OPTION,
     machine_key_env: str = MACHINE_KEY_ENV_OPTION,
-    machine_check: float = MACHINE_CHECK_OPTION,
+    machine_check: str | None = MACHINE_CHECK_OPTION,
     no_compilation_cache: bool = COMPILATION_CACHE_OPTION,
 ) -> None:
     """A web page where a team answers the model's questions together (needs jaxclust\\[serve])."""

@@ -231,7 +231,7 @@ def open_machine(
     items: Items,
     machine: dict[str, Any],
     flag: Callable,
-    build: Callable[[ChatOracle, float], Any],
+    build: Callable[[ChatOracle, Any], Any],
     store: str | os.PathLike | None = None,
 ):
     """The chat model of an app's ``machine`` settings (``url``, ``model``, ``key_env``, ``check``, ``n_replies``,
@@ -257,11 +257,11 @@ def open_machine(
         endpoint = ChatEndpoint(**settings)
         cache = None if store is None else Path(store).with_name(Path(store).name + ".chat.jsonl")
         chat = ChatOracle(items.texts, endpoint, n_replies=machine.get("n_replies", 5), cache=cache)
-        return build(chat, machine.get("check", 0.1))
+        return build(chat, machine.get("check"))
     except InvalidInputError as exc:  # name the option as the caller spelled it
         text = str(exc)
         for ours, theirs in (*((v, k) for k, v in _MACHINE_KEYS.items()), ("check", "check")):
-            if text.startswith(f"{ours}:"):
+            if text.startswith((f"{ours}:", f"{ours}[")):
                 text = flag("machine_" + theirs, f"{where}[{theirs!r}]") + text[len(ours) :]
                 break
         raise InvalidInputError(text) from None

@@ -23,15 +23,16 @@ from jaxclust.validation import check_positive
 __all__ = ["escobar_west", "check_alpha_prior"]
 
 
-def check_alpha_prior(alpha_prior) -> tuple[float, float] | None:
-    """``alpha_prior`` as ``(shape, rate)`` of the Gamma prior on alpha (both > 0), or None (alpha fixed)."""
+def check_alpha_prior(alpha_prior, name: str = "alpha_prior") -> tuple[float, float] | None:
+    """``alpha_prior`` as ``(shape, rate)`` of the Gamma prior on a concentration (both > 0), or None (fixed);
+    errors name it ``name``."""
     if alpha_prior is None:
         return None
     try:
         shape, rate = alpha_prior
     except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"alpha_prior: expected (shape, rate) or None, got {alpha_prior!r}") from exc
-    return check_positive(shape, "alpha_prior shape"), check_positive(rate, "alpha_prior rate")
+        raise InvalidInputError(f"{name}: expected (shape, rate) or None, got {alpha_prior!r}") from exc
+    return check_positive(shape, f"{name} shape"), check_positive(rate, f"{name} rate")
 
 
 def escobar_west(

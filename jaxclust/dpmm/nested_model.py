@@ -22,6 +22,7 @@ from jaxclust.constraints import Constraints, as_constraints
 from jaxclust.dpmm import nested as N
 from jaxclust.dpmm import nested_params as NP
 from jaxclust.dpmm import nested_splitmerge as MH
+from jaxclust.dpmm.alpha import check_alpha_prior, escobar_west
 from jaxclust.dpmm.capacity import headroom
 from jaxclust.dpmm.chains import chain_rows, repair_labels
 from jaxclust.dpmm.families import column_steps
@@ -165,36 +166,43 @@ def _initial_state(cons: Constraints, data: N.NestedData, init: np.ndarray, comp
 
 def _sample(state: N.NestedState, keys, data, prior, p: dict, burn: int, anneal: float | None):
     """Every sweep of every chain, one per key (chains, sweeps), in blocks of :data:`_BLOCK`: ``(classes,
-    components, K)``, the labels (chains, sweeps, n) after each sweep and the slots at the end. A block in which
-    a chain lacked a slot is redone with twice the slots and the same keys; the slots double ahead when the
-    chains use more than all but :func:`~jaxclust.dpmm.capacity.headroom` of them."""
+    components, gammas, K)``, the labels (chains, sweeps, n) and ``gamma`` (chains, sweeps) after each sweep and
+    the slots at the end. A block in which a chain lacked a slot is redone with twice the slots and the same
+    keys; the slots double ahead when the chains use more than all but
+    :func:`~jaxclust.dpmm.capacity.headroom` of them. ``gamma`` is drawn after each sweep when ``p["gamma_prior"]``
+    is given, else it stays ``p["gamma"]``."""
     n, K = data.X.shape[0], state.u.shape[-1]
     n_sweeps = keys.shape[1]
-    cls, comp = [], []
+    gamma = to_device(np.full(keys.shape[0], p["gamma"], np.float32))
+    infer = p["gamma_prior"] is not None
+    shape, rate = (np.float32(v) for v in (p["gamma_prior"] or (1.0, 1.0)))
+    cls, comp, gammas = [], [], []
     for lo in range(0, n_sweeps, _BLOCK):
         tempered = prior._replace(temper=jnp.float32(_temper(lo, burn, anneal)))
         while True:
-            out, (c_b, z_b, overflow) = _run_block(
+            out, g_out, (c_b, z_b, g_b, overflow) = _run_block(
                 state,
+                gamma,
                 keys[:, lo : lo + _BLOCK],
                 data,
                 tempered,
                 p["alpha"],
-                p["gamma"],
+                (np.bool_(infer), shape, rate),
                 jnp.int32(p["n_split_merge"]),
             )
             if not bool(jnp.any(overflow)):
                 break
             K = min(n, 2 * K)
             state = _pad(state, K)
-        state = out
+        state, gamma = out, g_out
         cls.append(np.asarray(c_b))
         comp.append(np.asarray(z_b))
+        gammas.append(np.asarray(g_b))
         occupied = int(jnp.max(jnp.sum(state.count > 0, -1)))
         if occupied + headroom(K) > K and K < n and lo + _BLOCK < n_sweeps:
             K = max(_slots(occupied, n), min(n, 2 * K))
             state = _pad(state, K)
-    return np.concatenate(cls, 1), np.concatenate(comp, 1), K
+    return np.concatenate(cls, 1), np.concatenate(comp, 1), np.concatenate(gammas, 1), K
 
 
 # sweeps run between two checks of the slots
@@ -211,15 +219,19 @@ _MIN_ANSWER_ROWS = 128
 
 
 @jax.jit
-def _run_block(state, keys, data, prior, alpha, gamma, n_split_merge):
-    """Sweeps of every chain, one per key (chains, B): ``(state, (classes, components, overflow))``, the labels
-    (chains, B, n) after each sweep and whether a chain lacked a slot (chains,). ``n_split_merge`` is traced, so a
+def _run_block(state, gamma, keys, data, prior, alpha, gamma_prior, n_split_merge):
+    """Sweeps of every chain, one per key (chains, B), from each chain's ``gamma`` (chains,): ``(state, gamma,
+    (classes, components, gammas, overflow))``, the labels (chains, B, n) and ``gamma`` (chains, B) after each
+    sweep and whether a chain lacked a slot (chains,). ``gamma_prior`` ``(infer, shape, rate)``: when ``infer``,
+    each sweep ends with an Escobar-West draw of ``gamma`` given the classes and components (exact: the answers
+    are observations about classes, so ``gamma``'s conditional is the CRP's). ``n_split_merge`` is traced, so a
     session's first fit and its warm refits (fewer proposals) share a compiled program."""
     C = state.u.shape[-1]
+    infer, shape, rate = gamma_prior
 
     def sweep(carry, key_t):
         key, t = key_t
-        st, over = carry
+        st, over, gamma = carry
         k1, k2, k3, k4, k5 = jax.random.split(key, 5)
         st = N.init_from(st.z, st.u, data, C)  # statistics afresh: the moves update them one item at a time
         # given sampled parameters: cheaper; collapsed every _COLLAPSED_EVERY sweeps: it opens new components
@@ -235,13 +247,25 @@ def _run_block(state, keys, data, prior, alpha, gamma, n_split_merge):
         st, i4 = MH.component_split_merge(k4, st, data, prior, alpha, gamma, C, n_split_merge)
         st, i5 = MH.group_sweep(k5, st, data, prior, alpha, gamma, C, n_split_merge)
         over = over | i1.overflow | i2.overflow | i3.overflow | i4.overflow | i5.overflow
-        return (st, over), (N.class_labels(st), st.z)
+        _, comps_per_class = N.class_counts(st.u, st.count, C)
+        drawn = escobar_west(
+            jax.random.fold_in(key, 6),
+            gamma,
+            jnp.sum(comps_per_class > 0),
+            jnp.sum(st.count > 0),
+            shape,
+            rate,
+        )
+        gamma = jnp.where(infer, drawn, gamma)
+        return (st, over, gamma), (N.class_labels(st), st.z, gamma)
 
-    def chain(st, ks):
-        (st, over), labels = jax.lax.scan(sweep, (st, jnp.zeros((), bool)), (ks, jnp.arange(ks.shape[0])))
-        return st, labels + (over,)
+    def chain(st, g, ks):
+        (st, over, g), labels = jax.lax.scan(
+            sweep, (st, jnp.zeros((), bool), g), (ks, jnp.arange(ks.shape[0]))
+        )
+        return st, g, labels + (over,)
 
-    return jax.vmap(chain)(state, keys)
+    return jax.vmap(chain)(state, gamma, keys)
 
 
 class NestedDPMM(ClusterMixin, BaseEstimator):
@@ -293,7 +317,14 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     ----------
     n_chains, n_burnin, n_samples, thin : int
     alpha, gamma : float
-        Concentrations of the components inside a class and of the classes.
+        Concentrations of the components inside a class and of the classes (``gamma``: the starting value when
+        ``gamma_prior`` is given).
+    gamma_prior : (shape, rate) or None
+        A Gamma(shape, rate) prior on ``gamma``, which is then drawn after every sweep of every chain by the
+        Escobar-West update given the numbers of classes and components (exact: answers are observations about
+        classes, so ``gamma``'s conditional is the CRP's). Without answers the classes tell nothing about
+        ``gamma`` and its posterior is its prior; answers that keep many classes apart raise it. None (default):
+        ``gamma`` fixed.
     kappa, shape, scale : float
         The prior (above).
     n_split_merge : int
@@ -312,6 +343,8 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
     labels_ : ndarray (n,) - the class labelling of least Binder loss to the others
     final_labels_ : ndarray (n_chains, n) - each chain's last class labelling (a warm start for the next fit)
     final_components_ : ndarray (n_chains, n) - each chain's last components (the same warm start's)
+    gamma_samples_ : ndarray (n_chains * n_samples,) - ``gamma`` at each kept sample (``gamma`` throughout when it
+        is fixed)
     n_slots_ : int - component (and class) slots per chain at the end, a compiled shape
     """
 
@@ -342,6 +375,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         thin: int = 5,
         alpha: float = 1.0,
         gamma: float = 10.0,
+        gamma_prior=None,
         kappa: float = 0.05,
         shape: float = 2.0,
         scale: float = 0.5,
@@ -356,6 +390,7 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         self.thin = thin
         self.alpha = alpha
         self.gamma = gamma
+        self.gamma_prior = gamma_prior
         self.kappa = kappa
         self.shape = shape
         self.scale = scale
@@ -412,13 +447,15 @@ class NestedDPMM(ClusterMixin, BaseEstimator):
         n_sweeps = burn + p["n_samples"] * p["thin"]
         keys = jax.random.split(jax.random.key(seed_from(self.random_state)), (p["n_chains"], n_sweeps))
         anneal = p["anneal_from"] if cold else None
-        cls, comp, K = _sample(state, keys, data, prior, p, burn, anneal)
+        p["gamma_prior"] = check_alpha_prior(self.gamma_prior, "gamma_prior")
+        cls, comp, gammas, K = _sample(state, keys, data, prior, p, burn, anneal)
         keep = slice(burn + p["thin"] - 1, None, p["thin"])
         self.n_slots_ = K
         self.samples_ = relabel(cls[:, keep].reshape(-1, n))
         self.components_ = relabel(comp[:, keep].reshape(-1, n))
         self.final_labels_ = relabel(cls[:, -1])
         self.final_components_ = relabel(comp[:, -1])
+        self.gamma_samples_ = gammas[:, keep].reshape(-1)
         self.labels_ = self.samples_[least_squares_sample(self.samples_)]
         self.n_features_in_ = D
         return self

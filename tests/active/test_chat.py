@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 from jaxclust.active import ActiveLearner, AnswerStore, GoldOracle, SessionStopped
-from jaxclust.active.chat import ChatEndpoint, ChatOracle, MachineFirst, MachineRates, read_verdict
+from jaxclust.active.chat import (
+    CHECK,
+    ChatEndpoint,
+    ChatOracle,
+    MachineFirst,
+    MachineRates,
+    check_shares,
+    read_verdict,
+)
 from jaxclust.active.chat_fake import FakeChatServer
 from jaxclust.active.oracles import Answer
 from jaxclust.errors import ChatError, InvalidInputError
@@ -186,6 +194,104 @@ def test_machine_rates_are_beta_posterior_means_and_give_likelihood_ratios():
         rates.error_rate("unknown")
 
 
+def _rates_by_quadrature(ss, sd, dd, ds, us, ud, a, b, m=160):
+    """Posterior means of (false same, false different) by a midpoint sum over (false same, false different,
+    share of same pairs) in [0, 1]^3, from the likelihood written out: the checked pairs' four cells and the
+    unchecked answers' two."""
+    g = (np.arange(m) + 0.5) / m
+    fs, fd, p = np.meshgrid(g, g, g, indexing="ij")
+    log = (a - 1) * (np.log(fs) + np.log(fd)) + (b - 1) * (np.log1p(-fs) + np.log1p(-fd))
+    log += (
+        ss * np.log(p * (1 - fd))
+        + sd * np.log((1 - p) * fs)
+        + ds * np.log(p * fd)
+        + dd * np.log((1 - p) * (1 - fs))
+    )
+    log += us * np.log(p * (1 - fd) + (1 - p) * fs) + ud * np.log(p * fd + (1 - p) * (1 - fs))
+    w = np.exp(log - log.max())
+    return float((w * fs).sum() / w.sum()), float((w * fd).sum() / w.sum())
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        (7, 3, 18, 2, 0, 0),
+        (7, 3, 18, 2, 40, 25),
+        (2, 1, 1, 0, 30, 5),
+        (0, 0, 0, 0, 12, 3),
+        (5, 0, 4, 1, 0, 20),
+    ],
+)
+def test_machine_rates_with_unchecked_answers_are_the_exact_posterior_means(counts):
+    """Checked pairs (right and wrong "same"s, right and wrong "different"s) and unchecked answers: the closed
+    form sum over the unchecked pairs' truths against a quadrature of the joint written out."""
+    ss, sd, dd, ds, us, ud = counts
+    rates = MachineRates(prior=(1.0, 9.0))
+    for machine, person, times in [("must", "must", ss), ("must", "cannot", sd), ("cannot", "cannot", dd),
+                                   ("cannot", "must", ds)]:  # fmt: skip
+        for _ in range(times):
+            rates.add(machine, person)
+    for _ in range(us):
+        rates.saw("must")
+    for _ in range(ud):
+        rates.saw("cannot")
+    rates.saw("unknown")  # says nothing
+    assert rates.unchecked == {"must": us, "cannot": ud}
+    fs, fd = _rates_by_quadrature(ss, sd, dd, ds, us, ud, 1.0, 9.0)
+    assert rates.false_same == pytest.approx(fs, abs=2e-4) and rates.false_different == pytest.approx(
+        fd, abs=2e-4
+    )
+    rates.reset()
+    assert (rates.false_same, rates.false_different) == (pytest.approx(0.1), pytest.approx(0.1))
+
+
+def test_unchecked_answers_turn_checks_of_one_answer_into_both_rates():
+    """A tenth of the machine's "same"s checked and 3 % of its "different"s: its unchecked answers say how many
+    of each it gives, which turns the two answers' checked error shares into the two rates. Many answers (a
+    window of the sum, exact to far below the tolerance): the estimates near the truth."""
+    rng = np.random.default_rng(1)
+    rates = MachineRates()
+    for _ in range(3000):  # a third same pairs; wrong on 25 % of the different pairs, 5 % of the same
+        same = rng.random() < 1 / 3
+        says_same = rng.random() < (0.95 if same else 0.25)
+        said = "must" if says_same else "cannot"
+        truth = "must" if same else "cannot"
+        if rng.random() < (0.1 if says_same else 0.03):
+            rates.add(said, truth)
+        else:
+            rates.saw(said)
+    assert rates.n_checked < 250  # the spread over seeds: 0.024 (false same), 0.03 (false different)
+    assert abs(rates.false_same - 0.25) < 0.05 and abs(rates.false_different - 0.05) < 0.05
+
+
+def test_check_shares_are_one_for_both_answers_or_one_for_each():
+    assert check_shares(0.3) == {"must": 0.3, "cannot": 0.3}
+    assert check_shares({"same": 0.5, "different": 0.1}) == {"must": 0.5, "cannot": 0.1}
+    assert check_shares(CHECK) == CHECK and CHECK["must"] > CHECK["cannot"]
+    with pytest.raises(InvalidInputError, match=r"check: expected one share, or a share for each answer"):
+        check_shares({"must": 0.5})
+    with pytest.raises(InvalidInputError, match=r"check: expected one share"):
+        check_shares({"must": 0.5, "maybe": 0.1})
+    with pytest.raises(InvalidInputError, match=r"check\['cannot'\]"):
+        check_shares({"must": 0.5, "cannot": 2.0})
+    with pytest.raises(InvalidInputError, match=r"machine_check"):
+        check_shares(-1, "machine_check")
+
+
+def test_the_checks_take_their_share_of_each_answer():
+    """Every "same" checked, no "different": a person answers exactly the machine's unanimous "same"s."""
+    with FakeChatServer(TEXTS, LABELS, false_same=0.3, seed=5) as server:
+        routed = MachineFirst(
+            _oracle(server, n_replies=1), GoldOracle(LABELS), check={"must": 1.0, "cannot": 0.0}
+        )
+        for a, b in [(i, j) for i in range(8) for j in range(i + 1, 8)]:
+            routed.answer(a, b)
+    for r in routed.routes:
+        assert (r["why"] == "check") == (r["verdict"] == "must")
+    assert routed.rates.unchecked["must"] == 0 and routed.rates.unchecked["cannot"] > 0
+    assert sum(routed.rates.checked["cannot"]) == 0 and sum(routed.rates.checked["must"]) > 0
+
+
 def test_rates_estimated_from_the_fake_server_approach_its_rates():
     """Many pairs: the estimates sit near the server's rates (a wide tolerance: a finite sample)."""
     rng = np.random.default_rng(0)
@@ -274,7 +380,7 @@ def test_a_session_stores_each_answer_under_who_gave_it_with_the_machines_rates(
     with FakeChatServer(texts, labels, noise=0.3, seed=2) as server:
         machine = ChatOracle(texts, ChatEndpoint(server.url, "fake", api_key_env=None), n_replies=3)
         person = GoldOracle(labels)
-        rates = MachineRates(prior=(1.0, 4.0))  # no checks: the rates stay at the prior, 0.2 each
+        rates = MachineRates(prior=(1.0, 4.0))  # no checks: the rates from what the machine said alone
         routed = MachineFirst(machine, person, rates=rates, check=0.0)
         learner = ActiveLearner(
             DPMM(n_chains=2, n_burnin=10, n_samples=5, random_state=0),
@@ -295,10 +401,13 @@ def test_a_session_stores_each_answer_under_who_gave_it_with_the_machines_rates(
     assert [(r["i"], r["j"]) for r in by_alice] == [
         (min(r["i"], r["j"]), max(r["i"], r["j"])) for r in routed.routes if r["to"] == "person"
     ]
-    # the machine's answers are soft, with the rate whose odds are the reply's likelihood ratio (0.8 / 0.2)
+    # every unanimous verdict is counted once, as nobody checked it (those routed for contradicting the model too)
+    said = [r["verdict"] for r in routed.routes if r["verdict"] != "unknown"]
+    assert rates.unchecked == {k: said.count(k) for k in ("must", "cannot")} and rates.n_checked == 0
+    # the machine's answers are soft, with the rate whose odds are the reply's likelihood ratio
     soft = {(a, b): (kind, eps) for a, b, kind, eps in learner.constraints_.answers}
     assert {(r["i"], r["j"]) for r in by_machine} == set(soft)
-    assert all(eps == pytest.approx(0.2) for _, eps in soft.values())
+    assert all(eps == pytest.approx(rates.error_rate(kind)) for kind, eps in soft.values())
     hard = {(min(a, b), max(a, b)) for a, b, _ in learner.constraints_.pairs}
     assert {(r["i"], r["j"]) for r in by_alice if r["answer"] != "unknown"} == hard
 
@@ -367,3 +476,4 @@ def test_a_resumed_session_learns_the_machines_rates_again_from_the_store_and_th
                                check=0.4, random_state=3)  # fmt: skip
         resumed.calibrate(records)
         assert resumed.rates.checked == routed.rates.checked and len(server.requests) == asked
+        assert resumed.rates.unchecked == routed.rates.unchecked and sum(routed.rates.unchecked.values()) > 5

@@ -74,11 +74,18 @@ def test_machine_answers_are_soft_with_its_rate_for_what_it_said(tmp_path):
         t.refit()
         for _ in range(12):
             t.machine_step()
+        t.refit()  # the rates learned from its answers; every answer of its weighs what they say now
     m = t.machine
     soft = {(i, j): eps for i, j, _, eps in t.state.constraints.answers}
     mine = [r for r in store.records if r["annotator"] == m.name]
     assert {r["answer"] for r in mine} == {"must", "cannot"}
-    rates = MachineRates()  # no check yet: the prior's rates
+    rates = (
+        MachineRates()
+    )  # no check: the rates from what it said (a pair handed to people counts once answered)
+    for rec in mine:
+        rates.saw(rec["answer"])
+    assert m.rates.unchecked == rates.unchecked and m.rates.checked == rates.checked
+    assert rates.false_same != MachineRates().false_same  # not the prior's any more
     for rec in mine:
         assert soft[(rec["i"], rec["j"])] == pytest.approx(rates.error_rate(rec["answer"]))
 
@@ -91,7 +98,7 @@ def test_checks_are_owed_to_people_calibrate_the_rates_and_survive_a_restart(tmp
         for _ in range(20):
             t.machine_step()
         mine = {(r["i"], r["j"]): r["answer"] for r in store.records if r["annotator"] == m.name}
-        owed = {p for p in mine if m.checked(*p)}
+        owed = {p for p, said in mine.items() if m.checked(*p, said)}
         assert t.status()["n_second_owed"] == len(owed)
         assert 0 < len(owed) < len(mine)
         checked = {"must": [0, 0], "cannot": [0, 0]}

@@ -259,6 +259,22 @@ def test_a_resumed_machine_session_learns_the_rates_again_from_its_checks(workdi
             ["texts.txt", "--machine-url", "http://h/v1", "--machine-model", "m", "--machine-check", "2"],
             "--machine-check",
         ),
+        (
+            ["texts.txt", "--machine-url", "http://h/v1", "--machine-model", "m", "--machine-check", "0.2,x"],
+            "--machine-check: expected SHARE or SAME,DIFFERENT",
+        ),
+        (
+            [
+                "texts.txt",
+                "--machine-url",
+                "http://h/v1",
+                "--machine-model",
+                "m",
+                "--machine-check",
+                "0.2,1.5",
+            ],
+            "--machine-check['cannot']",
+        ),
     ],
 )
 @pytest.mark.parametrize("command", ["annotate", "serve"])
@@ -270,3 +286,12 @@ def test_a_bad_machine_option_is_named(workdir, args, culprit, command):
     )
     assert res.exit_code == 2 and culprit in res.output, res.output
     assert not Path("s.sqlite").exists()
+
+
+def test_machine_check_is_one_share_or_one_for_each_answer():
+    from jaxclust.apps.cli_common import machine_options
+
+    assert machine_options("http://h/v1", "m", None, "0.3")["check"] == 0.3
+    assert machine_options("http://h/v1", "m", None, "0.2,0.05")["check"] == {"must": 0.2, "cannot": 0.05}
+    assert "check" not in machine_options("http://h/v1", "m", None, None)  # the library's default shares
+    assert machine_options(None, None, None, "0.3") is None

@@ -113,7 +113,8 @@ def test_serve_opens_the_team_session_with_the_machine_of_its_options(tmp_path):
             tmp_path / "t.txt", tmp_path / "a.sqlite", machine=machine, featurizer="tfidf", random_state=3
         )
         try:
-            assert team.machine.name.startswith("fake (prompt ") and team.machine.check == 0.25
+            assert team.machine.name.startswith("fake (prompt ")
+            assert team.machine.check == {"must": 0.25, "cannot": 0.25}  # one share for both answers
             assert team.machine.oracle.texts == texts and team.machine.seed == 3
             team.refit()
             assert team.machine_step() and store.records[-1]["annotator"] == team.machine.name

@@ -13,7 +13,7 @@ import pytest
 from scipy import integrate, stats
 from sklearn.metrics import adjusted_rand_score
 
-from jaxclust import NestedDPMM
+from jaxclust import Constraints, NestedDPMM
 from jaxclust.dpmm import NormalGamma, nested_model
 from jaxclust.dpmm import nested as N
 from jaxclust.dpmm import nested_params as NP
@@ -521,12 +521,24 @@ def test_bad_answers_get_the_named_errors_of_constraints():
         N.prepare(X4, [(0, 1, "must", 0.7)])
 
 
-@pytest.mark.parametrize(("anneal_from", "warm"), [(None, False), (0.1, False), (None, True)])
-def test_the_estimators_kept_samples_follow_the_exact_posterior(monkeypatch, anneal_from, warm):
+GAMMA_PRIOR = (2.0, 1.0)
+
+
+def _class_crp(gamma, n_components, n_classes):
+    """The part of the class CRP's log prior that depends on ``gamma`` (K components in C classes)."""
+    return math.lgamma(gamma) - math.lgamma(gamma + n_components) + n_classes * math.log(gamma)
+
+
+@pytest.mark.parametrize(
+    ("anneal_from", "warm", "gamma_prior"),
+    [(None, False, None), (0.1, False, None), (None, True, None), (None, False, GAMMA_PRIOR)],
+)
+def test_the_estimators_kept_samples_follow_the_exact_posterior(monkeypatch, anneal_from, warm, gamma_prior):
     """``NestedDPMM.fit`` (its start, its blocks of sweeps, its sample collection; with an annealed burn-in too,
-    whose tempered sweeps must not reach the kept samples; from a warm start of one component per class) on 4
-    items: the (class, component) labellings kept follow the posterior enumerated over every labelling (TV
-    within sampling error)."""
+    whose tempered sweeps must not reach the kept samples; from a warm start of one component per class; with
+    ``gamma`` inferred under a Gamma prior) on 4 items: the (class, component) labellings kept follow the
+    posterior enumerated over every labelling (``gamma`` integrated out by quadrature), TV within sampling error;
+    and the kept ``gamma`` draws have the posterior mean of ``gamma``."""
     monkeypatch.setattr(nested_model, "least_squares_sample", lambda samples: 0)  # O(S²): not under test
     x4 = np.array([[-1.2], [-0.7], [0.9], [1.6]])
     params = {"alpha": 0.7, "gamma": 1.3, "kappa": 0.2, "shape": 2.0, "scale": 0.6}
@@ -537,25 +549,51 @@ def test_the_estimators_kept_samples_follow_the_exact_posterior(monkeypatch, ann
         thin=1,
         n_split_merge=2,
         anneal_from=anneal_from,
+        gamma_prior=gamma_prior,
         random_state=0,
         **params,
     )
-    model.fit(x4, init_labels=np.array([[0, 0, 1, 1], [0, 1, 2, 3]] * 32) if warm else None)
+    # with gamma inferred, answers that keep classes apart tell gamma something (without answers its posterior is
+    # its prior: nothing but answers informs the classes)
+    answers = [(0, 3, "cannot"), (1, 2, "cannot", 0.2)] if gamma_prior is not None else []
+    cons = Constraints.from_answers(4, answers) if answers else None
+    model.fit(x4, constraints=cons, init_labels=np.array([[0, 0, 1, 1], [0, 1, 2, 3]] * 32) if warm else None)
     if warm:
         assert model.n_slots_ == 4  # no start with one slot per item
     xs = (x4 - x4.mean(0)) / x4.std(0)
     # the data's step: the median gap between consecutive values, 0.7, in the standardised units
     rounding = (0.7 / x4.std()) ** 2 / 12
     prior = N.NestedPrior(jnp.zeros(1), jnp.array(0.2), jnp.array(2.0), jnp.array([0.6]), rounding=rounding)
-    data = N.prepare(xs)
-    exact = {}
+    data = N.prepare(xs, answers)
+    exact, gamma_mean = {}, {}
     for z, classes in labellings(4):
-        exact[canonical(z, classes[z])] = float(
-            N.log_joint(N.init(z, classes, data, 4), data, prior, 0.7, 1.3, 4)
-        )
+        lj = float(N.log_joint(N.init(z, classes, data, 4), data, prior, 0.7, 1.3, 4))
+        if lj == -math.inf:
+            continue
+        key = canonical(z, classes[z])
+        exact[key] = lj
+        if gamma_prior is not None:  # the joint with gamma integrated out under its Gamma prior
+            K, C = len(classes), len(set(classes.tolist()))
+            rest = lj - _class_crp(1.3, K, C)
+
+            def weight(g, power=0, K=K, C=C):
+                return (
+                    g**power * math.exp(_class_crp(g, K, C)) * stats.gamma.pdf(g, GAMMA_PRIOR[0], scale=1.0)
+                )
+
+            mass = integrate.quad(weight, 0, np.inf)[0]
+            exact[key] = rest + math.log(mass)
+            gamma_mean[key] = integrate.quad(lambda g, w=weight: w(g, 1), 0, np.inf)[0] / mass
     lj = np.array(list(exact.values()))
     p = np.exp(lj - lj.max())
     exact = dict(zip(exact, p / p.sum(), strict=True))
+    if gamma_prior is None:
+        assert np.all(model.gamma_samples_ == np.float32(1.3))
+    else:  # E[gamma | data] = sum over labellings of p(labelling) E[gamma | its K and C]
+        want = sum(q * gamma_mean[k] for k, q in exact.items())
+        draws = model.gamma_samples_.reshape(64, -1).mean(1)  # chain means: about independent
+        assert want > GAMMA_PRIOR[0] / GAMMA_PRIOR[1] + 0.2  # the answers' classes raise it from the prior's
+        assert abs(draws.mean() - want) < 4 * draws.std() / 8 + 0.01, (draws.mean(), want)
     counts: dict = {}
     for z, c in zip(model.components_, model.samples_, strict=True):
         key = canonical(z, c)
@@ -619,9 +657,9 @@ def test_a_block_that_runs_short_is_redone_with_more_slots_and_the_same_keys(mon
     monkeypatch.setattr(nested_model, "_slots", lambda occupied, n: min(n, occupied))  # no headroom
     calls, run_block = [], nested_model._run_block
 
-    def recorded(state, keys, *rest):
-        out = run_block(state, keys, *rest)
-        calls.append((state.u.shape[-1], np.asarray(jax.random.key_data(keys)), bool(np.any(out[1][2]))))
+    def recorded(state, gamma, keys, *rest):
+        out = run_block(state, gamma, keys, *rest)
+        calls.append((state.u.shape[-1], np.asarray(jax.random.key_data(keys)), bool(np.any(out[2][3]))))
         return out
 
     monkeypatch.setattr(nested_model, "_run_block", recorded)
