@@ -9,7 +9,9 @@ Strategies (Vlachos, Ghahramani & Briscoe 2010, Sections 3 and 5):
 * ``"batch"``: the paper's batch method; it needs the oracle's answers between picks, so it lives in
   :class:`~jaxclust.active.ActiveLearner` (it uses :func:`~jaxclust.active.entropy.agreeing_samples` and
   :func:`~jaxclust.active.entropy.top_entropy_pairs` with sample weights).
-* ``"explore"``: first the beliefs no answer has tested: two components the model holds in different classes,
+* ``"explore"``: first the beliefs no answer has tested: under a model that samples classes, two groups of
+  answered items its sample joins with no answer between them
+  (:func:`~jaxclust.active.classes.joined_answer_groups`); two components the model holds in different classes,
   asked through their representatives, nearest first; a component's join to its class; a large component's
   unity (:func:`~jaxclust.active.classes.component_questions`); when every such belief has been tested, the
   highest link entropy. It needs the data and the model's
