@@ -189,7 +189,8 @@ class TeamMachine:
         return out
 
     def status(self) -> dict[str, Any]:
-        """``name``, ``false_same``, ``false_different``, ``n_checked``, ``routed`` (pairs by route since the
+        """``name``, ``false_same``, ``false_different``, ``n_checked``, ``n_unchecked`` (its answers nobody
+        checked, which the rates also learn from), ``routed`` (pairs by route since the
         start), ``for_people`` (pairs handed to people, not yet answered), ``usage`` (the endpoint's counts),
         ``error`` and ``stopped``."""
         return {
@@ -197,6 +198,7 @@ class TeamMachine:
             "false_same": self.rates.false_same,
             "false_different": self.rates.false_different,
             "n_checked": self.rates.n_checked,
+            "n_unchecked": sum(self.rates.unchecked.values()),
             "routed": dict(self.routed),
             "for_people": len(self.for_people),
             "usage": self.oracle.endpoint.usage.as_dict(),

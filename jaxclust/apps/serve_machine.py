@@ -44,7 +44,8 @@ def machine_body(status: dict[str, Any], overruled: list[dict[str, Any]], names:
     rates = (
         f"<p>Says <i>same</i> about a pair people call different: <b id=false-same>{status['false_same']:.3f}</b>; "
         f"says <i>different</i> about a pair people call the same: <b id=false-different>"
-        f"{status['false_different']:.3f}</b> (from <b>{status['n_checked']}</b> checked answers and a prior; "
+        f"{status['false_different']:.3f}</b> (from <b>{status['n_checked']}</b> checked answers, "
+        f"<b>{status['n_unchecked']}</b> answers nobody checked and a prior; "
         "its answers count as evidence wrong at these rates).</p>"
     )
     counts = (

@@ -239,8 +239,15 @@ def test_a_resumed_machine_session_learns_the_rates_again_from_its_checks(workdi
     with AnswerStore("s.sqlite") as s:
         people = [r for r in s.records if not r["annotator"].startswith("fake (prompt ")]
     checked = sum(is_checked(0, r["i"], r["j"], 0.5) for r in people)  # --seed 0
-    said = re.search(r"\(from (\d+) checked pairs and a prior\)", res.stdout)
+    said = re.search(
+        r"\(from (\d+) checked pairs, (\d+) answers of its nobody checked and a prior\)", res.stdout
+    )
     assert checked >= 1 and said and int(said.group(1)) == checked  # the first run's checks count too
+    with AnswerStore("s.sqlite") as s:
+        by_machine = sum(r["annotator"].startswith("fake (prompt ") for r in s.records)
+    assert (
+        int(said.group(2)) >= by_machine >= 1
+    )  # its answers nobody checked (and any routed for a contradiction)
 
 
 @pytest.mark.parametrize(
