@@ -9,7 +9,7 @@ chat-completions endpoint (a hosted API, or a local server such as llama.cpp's o
   (:func:`read_verdict`; anything else is an abstention, logged). It answers ``"must"`` or ``"cannot"`` when the
   replies that did not abstain agree, ``"unknown"`` when they split or all abstained; the votes of each pair are
   kept (:meth:`ChatOracle.votes`) and never asked twice.
-* :class:`~jaxclust.active.machine_rates.MachineRates` (:mod:`jaxclust.active.machine_rates`, re-exported here)
+* :class:`~jaxclust.active.machine_rates.MachineRates` (:mod:`jaxclust.active.machine_rates`, importable here)
   estimates the machine's two error rates from pairs people also answered and what it said about the others,
   and turns them into the error rate of each of its answers as a soft answer.
 * :class:`MachineFirst` routes: the machine answers first, a person where its replies split and for a share of
