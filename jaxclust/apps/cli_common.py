@@ -118,7 +118,7 @@ MACHINE_KEY_ENV_OPTION = typer.Option(
 MACHINE_CHECK_OPTION = typer.Option(
     None,
     "--machine-check",
-    metavar="SHARE[,SHARE]",
+    metavar="<share>",
     help="Share of the chat model's answers you also answer, to learn its error rates: one for both answers, or "
     "SAME,DIFFERENT (default 0.2,0.05: a fifth of its 'same's, a twentieth of its 'different's).",
 )
