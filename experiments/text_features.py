@@ -40,17 +40,22 @@ def load_sets(data: Path) -> dict:
     for s in range(3):
         keep = np.random.default_rng(s).choice(len(texts), 600, replace=False)
         sets[f"bbc600_{s}"] = ([texts[i] for i in keep], y[keep])
+    for s in range(3):
+        sets[f"ng6_{s}"] = newsgroups_draw(data, 100 + s, 600)
+    return sets
+
+
+def newsgroups_draw(data: Path, seed: int, n: int, n_groups: int = 6) -> tuple[list[str], np.ndarray]:
+    """``n`` 20 Newsgroups posts of ``n_groups`` groups drawn with ``seed``, headers removed, empty posts left
+    out: (texts, labels)."""
     with gzip.open(data / "newsgroups20_bydate" / "20news_bydate.jsonl.gz", "rt") as f:
         posts = [json.loads(line) for line in f]
     groups = sorted({p["newsgroup"] for p in posts})
-    for s in range(3):
-        rng = np.random.default_rng(100 + s)
-        chosen = {groups[i] for i in rng.choice(len(groups), 6, replace=False)}
-        docs = [p for p in posts if p["newsgroup"] in chosen and p["text"].split("\n\n", 1)[-1].strip()]
-        keep = rng.choice(len(docs), 600, replace=False)
-        body = [docs[i]["text"].split("\n\n", 1)[-1] for i in keep]
-        sets[f"ng6_{s}"] = (body, np.array([docs[i]["label"] for i in keep]))
-    return sets
+    rng = np.random.default_rng(seed)
+    chosen = {groups[i] for i in rng.choice(len(groups), n_groups, replace=False)}
+    docs = [p for p in posts if p["newsgroup"] in chosen and p["text"].split("\n\n", 1)[-1].strip()]
+    keep = rng.choice(len(docs), n, replace=False)
+    return [docs[i]["text"].split("\n\n", 1)[-1] for i in keep], np.array([docs[i]["label"] for i in keep])
 
 
 def main() -> None:

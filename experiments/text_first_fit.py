@@ -13,7 +13,6 @@ of clusters and the mean log joint of the kept samples are written, with the sec
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.metrics import adjusted_rand_score
+from text_features import newsgroups_draw
 
 N = 2000
 
@@ -33,16 +33,8 @@ def load_sets(data: Path) -> dict:
         keep = np.random.default_rng(s).choice(len(texts), N, replace=False)
         sets[f"bbc2000_{s}"] = ([texts[i] for i in keep], y[keep])
     sets["bbc_all"] = (texts, y)
-    with gzip.open(data / "newsgroups20_bydate" / "20news_bydate.jsonl.gz", "rt") as f:
-        posts = [json.loads(line) for line in f]
-    groups = sorted({p["newsgroup"] for p in posts})
     for s in range(3):
-        rng = np.random.default_rng(100 + s)
-        chosen = {groups[i] for i in rng.choice(len(groups), 6, replace=False)}
-        docs = [p for p in posts if p["newsgroup"] in chosen and p["text"].split("\n\n", 1)[-1].strip()]
-        keep = rng.choice(len(docs), N, replace=False)
-        body = [docs[i]["text"].split("\n\n", 1)[-1] for i in keep]
-        sets[f"ng6_2000_{s}"] = (body, np.array([docs[i]["label"] for i in keep]))
+        sets[f"ng6_2000_{s}"] = newsgroups_draw(data, 100 + s, N)
     return sets
 
 
