@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -147,6 +148,20 @@ def run_one(dataset: str, mode: str, seed: int, args) -> dict:
         "n_human": person.asked,
         "n_machine": who.count("machine"),
         "n_machine_wrong": wrong,
+        # why each question the person answered went to them (split replies, a check, a contradiction of the model)
+        "human_why": dict(
+            Counter(
+                r["why"] for r, w in zip(getattr(routed, "routes", []), who, strict=False) if w == "person"
+            )
+        ),
+        # the contradictions a person answered: the machine's verdict, and whether the person agreed with it
+        "contradictions": dict(
+            Counter(
+                f"{r['verdict']} {'right' if r.get('person') == r['verdict'] else 'wrong'}"
+                for r, w in zip(getattr(routed, "routes", []), who, strict=False)
+                if w == "person" and r["why"] == "contradicts"
+            )
+        ),
         "n_clusters_final": int(len(np.unique(learner.labels_))),
         "settings": {k: v for k, v in vars(args).items() if k not in ("out", "summarize", "dataset", "seed")},
         "seconds": time.perf_counter() - t0,
