@@ -39,12 +39,10 @@ def load_sets(data: Path) -> dict:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
     for name in sorted({r["set"] for r in rows}):
         own = [r for r in rows if r["set"] == name]
         burns = sorted({r["n_burnin"] for r in own})
