@@ -131,9 +131,11 @@ def run_one(dataset: str, mode: str, seed: int, args) -> dict:
         humans.append(person.asked)
     # ARI with h human answers: the clustering just before the person's (h+1)-th answer
     by_human = [ari[max(k for k in range(len(ari)) if humans[k] <= h)] for h in range(person.asked + 1)]
+    routes = list(zip(getattr(routed, "routes", []), who, strict=False))  # (route, who answered) per question
+    to_person = [r for r, w in routes if w == "person"]
     wrong = sum(
         1
-        for r, w in zip(getattr(routed, "routes", []), who, strict=False)
+        for r, w in routes
         if w == "machine" and r["verdict"] != ("must" if y[r["i"]] == y[r["j"]] else "cannot")
     )
     return {
@@ -149,17 +151,13 @@ def run_one(dataset: str, mode: str, seed: int, args) -> dict:
         "n_machine": who.count("machine"),
         "n_machine_wrong": wrong,
         # why each question the person answered went to them (split replies, a check, a contradiction of the model)
-        "human_why": dict(
-            Counter(
-                r["why"] for r, w in zip(getattr(routed, "routes", []), who, strict=False) if w == "person"
-            )
-        ),
+        "human_why": dict(Counter(r["why"] for r in to_person)),
         # the contradictions a person answered: the machine's verdict, and whether the person agreed with it
         "contradictions": dict(
             Counter(
                 f"{r['verdict']} {'right' if r.get('person') == r['verdict'] else 'wrong'}"
-                for r, w in zip(getattr(routed, "routes", []), who, strict=False)
-                if w == "person" and r["why"] == "contradicts"
+                for r in to_person
+                if r["why"] == "contradicts"
             )
         ),
         "n_clusters_final": int(len(np.unique(learner.labels_))),

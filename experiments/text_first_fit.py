@@ -5,9 +5,9 @@
 A session's first fit is what a person waits for before the first question; its later refits start from its
 chains. For each set (2,000 BBC articles drawn with seeds 0-2, all 2,225, and 2,000 20 Newsgroups posts of 6
 groups drawn with seeds 100-102, headers removed) and each burn-in, the apps' ``DPMM`` (``default_model``) is
-fitted with ``random_state`` 0 and 1, and the ARI of ``labels_``, its number
-of clusters and the mean log joint of the kept samples are written, with the seconds of the fit once compiled
-(a first fit of each set compiles and is not timed). Writes ``text_first_fit.json`` and ``text_first_fit.png``.
+fitted with ``random_state`` 0 and 1, and the ARI of ``labels_``, its number of clusters and the mean log joint
+of the kept samples are written, with the seconds of the fit (a first fit of each set, at the default burn-in,
+compiles the slots it grows through and is not timed). Writes ``text_first_fit.json`` and ``text_first_fit.png``.
 """
 
 from __future__ import annotations

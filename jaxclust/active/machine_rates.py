@@ -116,6 +116,11 @@ class MachineRates:
     def n_checked(self) -> int:
         return sum(sum(v) for v in self.checked.values())
 
+    @property
+    def n_unchecked(self) -> int:
+        """The machine's answers nobody checked (:meth:`saw`), which the rates also learn from."""
+        return sum(self.unchecked.values())
+
     def __repr__(self) -> str:
         return f"MachineRates(prior={self.prior}, checked={self.checked}, unchecked={self.unchecked})"
 

@@ -198,7 +198,7 @@ class TeamMachine:
             "false_same": self.rates.false_same,
             "false_different": self.rates.false_different,
             "n_checked": self.rates.n_checked,
-            "n_unchecked": sum(self.rates.unchecked.values()),
+            "n_unchecked": self.rates.n_unchecked,
             "routed": dict(self.routed),
             "for_people": len(self.for_people),
             "usage": self.oracle.endpoint.usage.as_dict(),

@@ -332,7 +332,7 @@ def _machine_rates(routed: MachineFirst) -> str:
     return (
         f"{routed.machine.annotator}: says same about a pair you call different {r.false_same:.2f} of the time, "
         f"different about a pair you call the same {r.false_different:.2f} (from {r.n_checked} checked pairs, "
-        f"{sum(r.unchecked.values())} answers of its nobody checked and a prior); its answers count at these rates."
+        f"{r.n_unchecked} answers of its nobody checked and a prior); its answers count at these rates."
     )
 
 

@@ -236,7 +236,7 @@ def test_machine_rates_with_unchecked_answers_are_the_exact_posterior_means(coun
     for _ in range(ud):
         rates.saw("cannot")
     rates.saw("unknown")  # says nothing
-    assert rates.unchecked == {"must": us, "cannot": ud}
+    assert rates.unchecked == {"must": us, "cannot": ud} and rates.n_unchecked == us + ud
     fs, fd = _rates_by_quadrature(ss, sd, dd, ds, us, ud, 1.0, 9.0)
     assert rates.false_same == pytest.approx(fs, abs=2e-4) and rates.false_different == pytest.approx(
         fd, abs=2e-4
