@@ -9,11 +9,12 @@ questions, answers joining classes; ``--model nested``: ``NestedDPMM(random_stat
 model), the person being the gold labels:
 
 * ``human``: a person answers every question (``--human-queries`` of them).
-* ``machine``: ``MachineFirst`` (the terminal's routing): the machine answers first; the person answers where its
-  replies split, where the model is sure of the opposite (95 % of its samples), and a share ``--check`` of the
-  rest as checks (one share, or one for its "same"s and one for its "different"s; by default
-  ``MachineFirst``'s); the machine's answers are soft, at the error rates learned from the checks and from what
-  it said about the pairs nobody checked.
+* ``machine``: ``MachineFirst`` (the terminal's routing): the machine answers first, where its replies split by
+  their majority; the person answers where they tie, where the model is sure of the opposite (95 % of its
+  samples), and a share ``--check`` of the unanimous answers and ``--split-check`` of the majority ones as checks
+  (one share, or one for its "same"s and one for its "different"s; by default ``MachineFirst``'s); the machine's
+  answers are soft, at the error rates each kind learned from its checks and from what it said about the pairs
+  nobody checked.
 * ``unanimous``: the published recipe: the machine's unanimous answers are taken as right (hard constraints),
   the person answers only where its replies split.
 
@@ -58,6 +59,11 @@ class Person:
         return "must" if self.y[i] == self.y[j] else "cannot"
 
 
+def _shares(given: list[float]):
+    """One share for both answers, or SAME DIFFERENT, as ``MachineFirst`` takes them."""
+    return given[0] if len(given) == 1 else dict(zip(("must", "cannot"), given, strict=True))
+
+
 def run_one(dataset: str, mode: str, seed: int, args) -> dict:
     from jaxclust import DPMM
     from jaxclust.active import ActiveLearner
@@ -91,17 +97,14 @@ def run_one(dataset: str, mode: str, seed: int, args) -> dict:
             )
             if mode == "machine":
                 sure = None if args.sure > 1 else args.sure
-                check = (
-                    None
-                    if args.check is None
-                    else args.check[0]
-                    if len(args.check) == 1
-                    else dict(zip(("must", "cannot"), args.check, strict=True))
+                check = None if args.check is None else _shares(args.check)
+                split_check = None if args.split_check is None else _shares(args.split_check)
+                routed = MachineFirst(
+                    chat, person, check=check, sure=sure, random_state=seed, split_check=split_check
                 )
-                routed = MachineFirst(chat, person, check=check, sure=sure, random_state=seed)
                 error_rate = routed.error_rates()
-            else:  # never checked, never routed for a contradiction: hard answers
-                routed = MachineFirst(chat, person, check=0.0, sure=None, random_state=seed)
+            else:  # never checked, never routed for a contradiction, every split to the person: hard answers
+                routed = MachineFirst(chat, person, check=0.0, sure=None, random_state=seed, split_check=1.0)
         learner = ActiveLearner(
             model, routed, strategy="explore", random_state=seed, progress=False, error_rate=error_rate
         )
@@ -234,6 +237,15 @@ def main(argv=None) -> None:
         default=None,
         help="machine mode: the checked share of the machine's answers, one or SAME DIFFERENT (default: "
         "MachineFirst's, a fifth of its 'same's and a twentieth of its 'different's; before 2026-12-07, 0.1)",
+    )
+    ap.add_argument(
+        "--split-check",
+        type=float,
+        nargs="+",
+        default=None,
+        help="machine mode: the checked share of the answers given by the majority of split replies, one or "
+        "SAME DIFFERENT (default: MachineFirst's, --check's shares; 1: every split to the person, as before "
+        "2026-12-07)",
     )
     ap.add_argument(
         "--sure", type=float, default=0.95, help="machine mode: MachineFirst's sure (above 1: never)"

@@ -12,8 +12,9 @@ chat-completions endpoint (a hosted API, or a local server such as llama.cpp's o
 * :class:`~jaxclust.active.machine_rates.MachineRates` (:mod:`jaxclust.active.machine_rates`, importable here)
   estimates the machine's two error rates from pairs people also answered and what it said about the others,
   and turns them into the error rate of each of its answers as a soft answer.
-* :class:`MachineFirst` routes: the machine answers first, a person where its replies split and for a share of
-  checks (:func:`is_checked`) that calibrate :class:`MachineRates`.
+* :class:`MachineFirst` routes: the machine answers first (where its replies split, by their majority, an
+  answer of another kind with rates of its own), a person where they tie and for a share of checks of each kind
+  (:func:`is_checked`) that calibrate its :class:`MachineRates`.
 * A :class:`~jaxclust.active.chat_cache.VoteCache` keeps the votes on disk, so that a resumed session sends no
   pair twice and re-learns the rates from the store (:meth:`MachineFirst.calibrate`).
 
@@ -40,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from jaxclust.active.chat_cache import VoteCache, items_digest
-from jaxclust.active.machine_rates import CHECK, MachineRates, check_shares, is_checked
+from jaxclust.active.machine_rates import CHECK, SPLIT_PRIOR, MachineRates, check_shares, is_checked
 from jaxclust.active.oracles import SessionStopped, shorten
 from jaxclust.active.replies import WORDS
 from jaxclust.answers import Answer, ask, check_reply
@@ -53,6 +54,9 @@ __all__ = [
     "ChatOracle",
     "MachineFirst",
     "read_verdict",
+    "verdict_of",
+    "majority_of",
+    "split_name",
     "contradicts",
     "PROMPT",
 ]
@@ -289,7 +293,9 @@ class ChatOracle:
     max_chars : int
     name : str or None
         The annotator's name in a store (``annotator``, which :class:`~jaxclust.active.ActiveLearner` stores with
-        its answers), by default ``"<model> (prompt <digest>)"``: a new prompt is a new annotator.
+        its answers), by default ``"<model> (prompt <digest>)"``: a new prompt is a new annotator. The majority
+        of replies that split is stored under ``split_annotator``, ``"<name>, split replies"``: its error rates
+        are its own.
     cache : VoteCache, path or None
         Where the votes are kept across sessions (:mod:`jaxclust.active.chat_cache`); votes of this prompt
         about the same two texts are read from it instead of asked again.
@@ -326,6 +332,7 @@ class ChatOracle:
         self.temperature = check_float(temperature, "temperature", minimum=0.0)
         self.max_chars = check_int(max_chars, "max_chars", minimum=20)
         self.annotator = name if name is not None else f"{endpoint.model} (prompt {self.prompt_digest()})"
+        self.split_annotator = split_name(self.annotator)
         self._votes: dict[tuple[int, int], tuple[int, int, int]] = {}
         self.cache = cache if cache is None or isinstance(cache, VoteCache) else VoteCache(cache)
         if self.cache is not None:
@@ -405,6 +412,23 @@ def verdict_of(votes: tuple[int, int, int]) -> str:
     return "unknown"
 
 
+def majority_of(votes: tuple[int, int, int]) -> str:
+    """``"must"`` or ``"cannot"``, whichever more of the votes ``(same, different, abstained)`` say; ``"unknown"``
+    on a tie (all abstained included)."""
+    same, different, _ = votes
+    return "must" if same > different else "cannot" if different > same else "unknown"
+
+
+#: Added to a chat model's name for the answers it gave by the majority of split replies.
+SPLIT_SUFFIX = ", split replies"
+
+
+def split_name(annotator: str) -> str:
+    """The name the majority of ``annotator``'s split replies is stored under (at most 100 characters, as every
+    annotator's name: a long name is cut before the suffix)."""
+    return annotator[: 100 - len(SPLIT_SUFFIX)] + SPLIT_SUFFIX
+
+
 def contradicts(samples: np.ndarray | None, i: int, j: int, verdict: str, sure: float | None) -> bool:
     """Whether at least a share ``sure`` of the partitions ``samples`` (S, n) say the opposite of ``verdict``
     (``"must"`` or ``"cannot"``) about items ``i`` and ``j``; False without samples or when ``sure`` is None."""
@@ -417,16 +441,19 @@ def contradicts(samples: np.ndarray | None, i: int, j: int, verdict: str, sure: 
 class MachineFirst:
     """The machine answers first; a person answers where it matters, and checks a share of the machine's answers.
 
-    For each question the chat model is asked (its votes); the question goes to ``person`` (any oracle) when the
-    model's replies split or all abstained, for a share ``check`` of the others, by what the machine said
-    (:func:`is_checked`: a seeded hash of the pair), so that :class:`MachineRates` learns how often the machine is
-    wrong (both answers are compared, the person's is used; these checks, with what the machine said about the
-    pairs nobody checked, are the rates' evidence, as the other routes pick pairs the machine is likelier to get
-    wrong), and when the clustering model is sure of the opposite (a share ``sure`` of its samples, which
-    :class:`~jaxclust.active.ActiveLearner` passes to :meth:`observe`, say so). Otherwise the machine's answer
-    stands, returned as an :class:`~jaxclust.active.oracles.Answer` under the machine's name, so a session stores
-    it as the machine's and gives it the machine's error rate when ``error_rate`` says so: pass
-    ``ActiveLearner(..., error_rate=oracle.error_rates())``.
+    For each question the chat model is asked (its votes). Where its replies agree, its verdict is its answer;
+    where they split, the majority's is, an answer of another kind (stored under the machine's
+    ``split_annotator``, with error rates of its own, ``split_rates``). The question goes to ``person`` (any
+    oracle) when the replies tie or all abstained; for a share of each kind's answers, by what the machine said
+    (``check`` and ``split_check``; :func:`is_checked`: a seeded hash of the pair), so that the kind's
+    :class:`MachineRates` learn how often it is wrong (both answers are compared, the person's is used; these
+    checks, with what the machine said about the pairs nobody checked, are the rates' evidence, as the other
+    routes pick pairs the machine is likelier to get wrong); and when the clustering model is sure of the
+    opposite (a share ``sure`` of its samples, which :class:`~jaxclust.active.ActiveLearner` passes to
+    :meth:`observe`, say so). Otherwise the machine's answer stands, returned as an
+    :class:`~jaxclust.active.oracles.Answer` under the kind's name, so a session stores it as the machine's and
+    gives it the kind's error rate when ``error_rate`` says so: pass ``ActiveLearner(...,
+    error_rate=oracle.error_rates())``.
 
     Parameters
     ----------
@@ -435,11 +462,14 @@ class MachineFirst:
         Answers the questions routed to people (``InteractiveOracle`` at a terminal; ``GoldOracle`` in an
         experiment); its answers are stored under the session's annotator.
     rates : MachineRates or None
-        The machine's error rates, updated by every check (a new one when None).
+        The error rates of the machine's unanimous answers, updated by every check (a new one when None).
     check : float in [0, 1] or dict
         The share of the machine's unanimous answers also asked of a person: one for both answers, or
         ``{"must": share, "cannot": share}`` (default :data:`CHECK`: a fifth of its "same"s, a twentieth of its
         "different"s).
+    split_check : float in [0, 1] or dict or None
+        The same for the majority of split replies (default: ``check``'s shares). 1 sends every split to a
+        person.
     sure : float in [0.5, 1] or None
         A verdict against what at least this share of the model's samples say goes to a person (None: never).
     random_state : int
@@ -448,10 +478,13 @@ class MachineFirst:
 
     Attributes
     ----------
+    split_rates : MachineRates
+        The error rates of the split replies' majority, under the prior :data:`SPLIT_PRIOR`.
     routes : list of dict
-        One per question: ``i``, ``j``, the machine's ``votes`` and ``verdict``, ``to`` (``"machine"`` or
-        ``"person"``), ``why`` (``"split"``, ``"contradicts"``, ``"check"`` or None) and the ``person``'s answer
-        when asked.
+        One per question: ``i``, ``j``, the machine's ``votes``, ``verdict`` (its answer: the unanimous or the
+        majority verdict, ``"unknown"`` on a tie), ``split`` (whether the replies split), ``to`` (``"machine"``
+        or ``"person"``), ``why`` (``"tie"``, ``"check"``, ``"contradicts"`` or None) and the ``person``'s
+        answer when asked.
     """
 
     def __init__(
@@ -463,6 +496,7 @@ class MachineFirst:
         sure: float = 0.95,
         random_state=0,
         tell: Callable[[str], Any] | None = None,
+        split_check: Any = None,
     ):
         if not isinstance(machine, ChatOracle):
             raise InvalidInputError(f"machine: expected a ChatOracle, got {type(machine).__name__}")
@@ -475,7 +509,9 @@ class MachineFirst:
             raise InvalidInputError(f"rates: expected MachineRates or None, got {type(rates).__name__}")
         self.machine, self.person = machine, person
         self.rates = MachineRates() if rates is None else rates
+        self.split_rates = MachineRates(SPLIT_PRIOR)
         self.check = check_shares(CHECK if check is None else check)
+        self.split_check = self.check if split_check is None else check_shares(split_check, "split_check")
         self.sure = None if sure is None else check_float(sure, "sure", minimum=0.5, maximum=1.0)
         self.samples: np.ndarray | None = None
         self.tell = tell
@@ -483,21 +519,36 @@ class MachineFirst:
         self.routes: list[dict[str, Any]] = []
 
     def error_rates(self, person_rate: float = 0.0) -> dict[str, Any]:
-        """``error_rate`` for the learner: the machine's rates for its answers, ``person_rate`` for everyone
-        else's."""
-        return {"*": person_rate, self.machine.annotator: self.rates}
+        """``error_rate`` for the learner: the machine's rates for each kind of its answers, ``person_rate`` for
+        everyone else's."""
+        m = self.machine
+        return {"*": person_rate, m.annotator: self.rates, m.split_annotator: self.split_rates}
+
+    def _kind(self, votes: tuple[int, int, int]) -> tuple[str, bool]:
+        """The machine's answer for ``votes`` and whether its replies split."""
+        verdict = verdict_of(votes)
+        return (verdict, False) if verdict != "unknown" else (majority_of(votes), True)
 
     def answer(self, i: int, j: int) -> Any:
         votes = self.machine.votes(i, j)
-        verdict = self.machine.answer(i, j)
-        route = {"i": i, "j": j, "votes": votes, "verdict": verdict, "to": "machine", "why": None}
+        verdict, split = self._kind(votes)
+        rates, shares = (self.split_rates, self.split_check) if split else (self.rates, self.check)
+        route = {
+            "i": i,
+            "j": j,
+            "votes": votes,
+            "verdict": verdict,
+            "split": split,
+            "to": "machine",
+            "why": None,
+        }
         self.routes.append(route)
         if verdict == "unknown":
-            route.update(to="person", why="split")
-        elif is_checked(self.seed, min(i, j), max(i, j), self.check[verdict]):
+            route.update(to="person", why="tie")
+        elif is_checked(self.seed, min(i, j), max(i, j), shares[verdict]):
             route.update(to="person", why="check")
         else:
-            self.rates.saw(verdict)
+            rates.saw(verdict)
             if contradicts(self.samples, i, j, verdict, self.sure):
                 route.update(to="person", why="contradicts")
         if route["to"] == "machine":
@@ -506,33 +557,39 @@ class MachineFirst:
                 self.tell(
                     f"{self.machine.annotator}: {WORDS[verdict]} for {i}-{j} ({same} same, {different} different"
                     + (f", {abstained} unread" if abstained else "")
+                    + (", the majority" if split else "")
                     + ")"
                 )
-            return Answer(verdict, self.machine.annotator)
+            return Answer(verdict, self.machine.split_annotator if split else self.machine.annotator)
         said = check_reply(ask(self.person, i, j), i, j, name="person")
         route["person"] = said
         if route["why"] == "check":
-            self.rates.add(verdict, said)
+            rates.add(verdict, said)
         return said
 
     def calibrate(self, records: Sequence[dict]) -> None:
         """The rates learned again from ``records`` (a resumed store's answers in effect): each pair whose votes
         the machine's cache holds counts as it did when it was asked: a checked pair with the person's answer,
-        any other unanimous verdict once, as one nobody checked."""
+        any other verdict once, as one nobody checked."""
         self.rates.reset()
+        self.split_rates.reset()
+        machine = {self.machine.annotator, self.machine.split_annotator}
         seen: set[tuple[int, int]] = set()
         for rec in records:
             i, j = min(rec["i"], rec["j"]), max(rec["i"], rec["j"])
             votes = self.machine.known(i, j)
-            verdict = "unknown" if votes is None else verdict_of(votes)
+            if votes is None:
+                continue
+            verdict, split = self._kind(votes)
             if verdict == "unknown":
                 continue
-            if not is_checked(self.seed, i, j, self.check[verdict]):
+            rates, shares = (self.split_rates, self.split_check) if split else (self.rates, self.check)
+            if not is_checked(self.seed, i, j, shares[verdict]):
                 if (i, j) not in seen:  # once a pair, however many answered it after
-                    self.rates.saw(verdict)
+                    rates.saw(verdict)
                     seen.add((i, j))
-            elif rec.get("annotator") != self.machine.annotator:
-                self.rates.add(verdict, rec["answer"])
+            elif rec.get("annotator") not in machine:
+                rates.add(verdict, rec["answer"])
 
     def observe(self, samples: np.ndarray) -> None:
         """The partitions (S, n) the session's model holds now (:class:`~jaxclust.active.ActiveLearner` passes

@@ -17,13 +17,19 @@ import numpy as np
 from jaxclust.errors import InvalidInputError
 from jaxclust.validation import check_float
 
-__all__ = ["CHECK", "check_shares", "is_checked", "MachineRates"]
+__all__ = ["CHECK", "SPLIT_PRIOR", "check_shares", "is_checked", "MachineRates"]
 
 
 #: The default shares of the machine's unanimous answers a person also answers, by what it said: its "same"s are
 #: checked more often, since a wrong "same" is both likelier and costlier (it joins two classes), and the rate of
 #: wrong "same"s is learned from the different pairs among the checks.
 CHECK = {"must": 0.2, "cannot": 0.05}
+
+
+#: The Beta prior of each error rate of the answers a chat model gives by the majority of split replies: wrong a
+#: quarter of the time until checks say otherwise (its unanimous answers: a tenth), since replies that split say
+#: the model is unsure.
+SPLIT_PRIOR = (1.0, 3.0)
 
 
 def check_shares(check: Any, name: str = "check") -> dict[str, float]:

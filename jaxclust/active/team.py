@@ -186,8 +186,8 @@ class TeamSession:
     # --- the answers in effect ----------------------------------------------------------------------------------
     def _rate(self, rec: dict, rates: dict[str, float] | None) -> float:
         who, answers = rec.get("annotator"), self._by_pair.get((rec["i"], rec["j"]), {})
-        if self.machine is not None and who == self.machine.name and rec["answer"] != "unknown":
-            return self.machine.error_rate(rec["answer"])
+        if self.machine is not None and who in self.machine.names and rec["answer"] != "unknown":
+            return self.machine.error_rate(rec["answer"], who)
         if rates is not None and len(set(answers.values())) > 1:  # answered both ways: soft, by agreement
             return rates.get(who or UNNAMED, rates.get(UNNAMED, 0.05))
         return self.settings.rate_of(who, rec["answer"])
@@ -212,8 +212,9 @@ class TeamSession:
     def _owed(self, p: tuple[int, int], answers: dict[str, str]) -> bool:
         """Whether the pair, answered once as ``answers`` says, is owed a second opinion (a person's check of
         the machine's answers, else the ``double`` share)."""
-        if self.machine is not None and self.machine.name in answers:
-            return self.machine.checked(*p, answers[self.machine.name])
+        mine = None if self.machine is None else self.machine.said(answers)
+        if mine is not None:
+            return self.machine.checked(*p, mine[1], mine[0])
         return self._doubled(*p)
 
     def _doubled(self, i: int, j: int) -> bool:
@@ -246,7 +247,7 @@ class TeamSession:
         p_same = None if samples is None else float(np.mean(samples[:, p[0]] == samples[:, p[1]]))
         if kind in ("second", "review"):
             first = ", ".join(f"{w}: {a}" for w, a in sorted(self._by_pair[p].items()))
-            machine = self.machine is not None and self.machine.name in self._by_pair[p]
+            machine = self.machine is not None and self.machine.said(self._by_pair[p]) is not None
             why = "a check of the chat model's answers" if machine else "the share of pairs asked twice"
             reason = f"a second opinion ({why} measures agreement; {first})"
         elif p_same is None:
@@ -304,7 +305,7 @@ class TeamSession:
 
     def _person(self, annotator: str) -> str:
         who = check_annotator(annotator)
-        if self.machine is not None and who == self.machine.name:
+        if self.machine is not None and who in self.machine.names:
             raise InvalidInputError(f"annotator: {who!r} is the chat model's name here; choose another")
         return who
 
@@ -383,28 +384,36 @@ class TeamSession:
                     f"answer: {who} was not asked about the pair {p[0]}-{p[1]} (the pair they hold: {mine}); "
                     "nothing was stored"
                 )
-            others = self._by_pair.get(p, {})
-            rec = {"i": p[0], "j": p[1], "answer": answer, "annotator": who}
-            if others and answer != "unknown":  # a second opinion: the measured agreement changes
-                stored = self.store.append(*p, answer, kept=True, annotator=who)
-                self._release(who)
-                self._rebuild()
-            else:
-                kept, _ = self.core.answer(rec, self._rate(rec, None))
-                try:
-                    stored = self.store.append(*p, answer, kept=kept, annotator=who)
-                except BaseException:
-                    self._rebuild()  # the state must not hold an answer the store lacks
-                    raise
-                if answer != "unknown":
-                    self._by_pair.setdefault(p, {})[who] = answer
-                self._second.pop(p, None)
-                if answer != "unknown" and not others and self._owed(p, {who: answer}):
-                    self._second[p] = None
-                self._release(who)
-                self._wake.set()
-            self._last[who] = p
-            return stored
+            return self._answer_held(who, p, answer)
+
+    def _answer_held(
+        self, who: str, p: tuple[int, int], answer: str, name: str | None = None
+    ) -> dict[str, Any]:
+        """Store the answer of ``who`` about ``p``, the pair they hold, under ``name`` (default ``who``; the
+        chat model's majority answers go under its split name), and use it. Call with the lock held."""
+        name = who if name is None else name
+        others = self._by_pair.get(p, {})
+        rec = {"i": p[0], "j": p[1], "answer": answer, "annotator": name}
+        if others and answer != "unknown":  # a second opinion: the measured agreement changes
+            stored = self.store.append(*p, answer, kept=True, annotator=name)
+            self._release(who)
+            self._rebuild()
+        else:
+            kept, _ = self.core.answer(rec, self._rate(rec, None))
+            try:
+                stored = self.store.append(*p, answer, kept=kept, annotator=name)
+            except BaseException:
+                self._rebuild()  # the state must not hold an answer the store lacks
+                raise
+            if answer != "unknown":
+                self._by_pair.setdefault(p, {})[name] = answer
+            self._second.pop(p, None)
+            if answer != "unknown" and not others and self._owed(p, {name: answer}):
+                self._second[p] = None
+            self._release(who)
+            self._wake.set()
+        self._last[who] = p
+        return stored
 
     def _release(self, who: str) -> None:
         q = self._held.pop(who, None)
@@ -539,9 +548,9 @@ class TeamSession:
             samples = self.state.samples
         if q is None:
             return False
-        p, verdict, reason = (q.i, q.j), None, None
+        p, name, verdict, reason = (q.i, q.j), m.name, None, None
         try:
-            verdict, reason = m.route(p, samples)  # a request: outside the lock
+            name, verdict, reason = m.route(p, samples)  # a request: outside the lock
             m.error = None
         except SessionStopped as exc:
             m.stopped = str(exc)
@@ -551,7 +560,7 @@ class TeamSession:
             if self._held.get(m.name) != q:  # the hold expired and the pair went to a person
                 return verdict is not None
             if verdict is not None and reason is None:
-                self.answer(m.name, *p, verdict)
+                self._answer_held(m.name, p, verdict, name)  # held under its name, stored under its kind's
                 return True
             self._release(m.name)
             if reason is not None:

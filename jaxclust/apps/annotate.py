@@ -327,13 +327,20 @@ def _ask(opened, n_queries: int, greet: Callable[[], None]) -> tuple[list[dict],
 
 
 def _machine_rates(routed: MachineFirst) -> str:
-    """The chat model's error rates as learned so far, in words."""
-    r = routed.rates
-    return (
+    """The chat model's error rates as learned so far, in words (those of its answers by the majority of split
+    replies once it gave one)."""
+    r, split = routed.rates, routed.split_rates
+    line = (
         f"{routed.machine.annotator}: says same about a pair you call different {r.false_same:.2f} of the time, "
         f"different about a pair you call the same {r.false_different:.2f} (from {r.n_checked} checked pairs, "
         f"{r.n_unchecked} answers of its nobody checked and a prior); its answers count at these rates."
     )
+    if split.n_checked + split.n_unchecked:
+        line += (
+            f" Where its replies split, their majority: {split.false_same:.2f} and {split.false_different:.2f} "
+            f"(from {split.n_checked} checked, {split.n_unchecked} unchecked)."
+        )
+    return line
 
 
 def _opening(items, n_features: int, answers, store, resumed: int) -> str:

@@ -48,9 +48,17 @@ def machine_body(status: dict[str, Any], overruled: list[dict[str, Any]], names:
         f"<b>{status['n_unchecked']}</b> answers nobody checked and a prior; "
         "its answers count as evidence wrong at these rates).</p>"
     )
+    split = status["split"]
+    if split["n_checked"] + split["n_unchecked"]:
+        rates += (
+            f"<p>Where its replies split, their majority: <b id=split-false-same>{split['false_same']:.3f}</b> "
+            f"and <b id=split-false-different>{split['false_different']:.3f}</b> (from {split['n_checked']} "
+            f"checked answers and {split['n_unchecked']} nobody checked).</p>"
+        )
     counts = (
-        f"<p>Since the server started: {routed['machine']} pairs answered by the machine, {routed['split']} "
-        f"handed to people because its replies split, {routed['contradicts']} because the model was sure of the "
+        f"<p>Since the server started: {routed['machine']} pairs answered by the machine, {routed['majority']} "
+        f"by the majority of its replies where they split, {routed['tie']} handed to people because its replies "
+        f"tied, {routed['contradicts']} because the model was sure of the "
         f"opposite; {status['for_people']} of those still waiting. {usage['requests']} requests "
         f"({usage['retries']} retries, {usage['failures']} failed), {usage['prompt_tokens']} prompt and "
         f"{usage['completion_tokens']} completion tokens.</p>"

@@ -332,33 +332,69 @@ def test_a_session_stores_the_machine_as_its_annotator(tmp_path):
     assert all(r["answer"] == ("must" if labels[r["i"]] == labels[r["j"]] else "cannot") for r in rows)
 
 
-def test_the_machine_answers_first_and_a_person_takes_splits_and_checks():
-    with FakeChatServer(TEXTS, LABELS, noise=0.15, false_same=0.3, seed=5) as server:
-        machine = _oracle(server, n_replies=3)
+@pytest.mark.parametrize("n_replies", [3, 4])
+def test_the_machine_answers_first_by_unanimity_or_majority_and_a_person_takes_ties_and_checks(n_replies):
+    """Unanimous replies answer under the machine's name, split ones by their majority under its split name, each
+    kind checked at its own shares and learning its own rates; a tie (4 replies, 2 against 2) goes to a person."""
+    with FakeChatServer(TEXTS, LABELS, noise=0.3, false_same=0.3, seed=5) as server:
+        machine = _oracle(server, n_replies=n_replies)
         asked = []
 
         def person(i, j):
             asked.append((i, j))
             return "must" if LABELS[i] == LABELS[j] else "cannot"
 
-        routed = MachineFirst(machine, person, check=0.5, random_state=0)
+        routed = MachineFirst(
+            machine, person, check=0.5, split_check={"must": 1.0, "cannot": 0.3}, random_state=0
+        )
+        assert routed.error_rates() == {
+            "*": 0.0,
+            machine.annotator: routed.rates,
+            machine.split_annotator: routed.split_rates,
+        }
+        assert machine.split_annotator == machine.annotator + ", split replies"
         pairs = [(i, j) for i in range(8) for j in range(i + 1, 8)]
         replies = [routed.answer(i, j) for i, j in pairs]
-    whys = [r["why"] for r in routed.routes]
-    assert {"split", "check", None} <= set(whys)
-    for (i, j), reply, route in zip(pairs, replies, routed.routes, strict=True):
+    routes = routed.routes
+    assert {r["why"] for r in routes} >= {"check", None} and any(
+        r["split"] and r["to"] == "machine" for r in routes
+    )
+    assert any(r["why"] == "tie" for r in routes) == (n_replies == 4)
+    for (i, j), reply, route in zip(pairs, replies, routes, strict=True):
         truth = "must" if LABELS[i] == LABELS[j] else "cannot"
-        if route["to"] == "machine":  # unanimous and not drawn for a check: the machine's, under its name
-            assert reply == Answer(route["verdict"], machine.annotator) and route["verdict"] != "unknown"
+        same, different, _ = route["votes"]
+        assert route["split"] == (same > 0 and different > 0)
+        assert route["verdict"] == (
+            "must" if same > different else "cannot" if different > same else "unknown"
+        )
+        if route["to"] == "machine":  # not drawn for a check: the machine's, under the name of its kind
+            name = machine.split_annotator if route["split"] else machine.annotator
+            assert reply == Answer(route["verdict"], name) and route["verdict"] != "unknown"
         else:  # the person's answer is used
             assert reply == truth and (i, j) in asked and route["person"] == truth
-        assert (route["why"] == "split") == (route["verdict"] == "unknown")
-    checked = {"must": [0, 0], "cannot": [0, 0]}
-    for r in routed.routes:
-        if r["why"] == "check":
-            checked[r["verdict"]][r["verdict"] != r["person"]] += 1
-    assert routed.rates.checked == checked and sum(map(sum, checked.values())) == whys.count("check")
-    assert len(asked) == whys.count("split") + whys.count("check")
+        assert (route["why"] == "tie") == (route["verdict"] == "unknown")
+        if route["split"] and route["verdict"] == "must":  # split "same"s: every one checked
+            assert route["why"] == "check"
+    for rates, split in ((routed.rates, False), (routed.split_rates, True)):
+        checked, unchecked = {"must": [0, 0], "cannot": [0, 0]}, {"must": 0, "cannot": 0}
+        for r in routes:
+            if r["split"] == split and r["why"] == "check":
+                checked[r["verdict"]][r["verdict"] != r["person"]] += 1
+            elif r["split"] == split and r["why"] != "tie":
+                unchecked[r["verdict"]] += 1
+        assert rates.checked == checked and rates.unchecked == unchecked
+    assert routed.split_rates.n_checked > 0 and routed.split_rates.prior == (1.0, 3.0)
+    assert len(asked) == sum(r["why"] in ("tie", "check") for r in routes)
+
+
+def test_every_split_goes_to_a_person_when_split_check_is_one():
+    """``split_check=1``: the published recipe's routing, a split never answered by the machine."""
+    with FakeChatServer(TEXTS, LABELS, noise=0.3, seed=5) as server:
+        routed = MachineFirst(_oracle(server, n_replies=3), GoldOracle(LABELS), check=0.0, split_check=1.0)
+        for a, b in [(i, j) for i in range(8) for j in range(i + 1, 8)]:
+            routed.answer(a, b)
+    assert any(r["split"] for r in routed.routes)
+    assert all((r["to"] == "person") == r["split"] for r in routed.routes)
 
 
 def test_a_session_stores_each_answer_under_who_gave_it_with_the_machines_rates(tmp_path):
@@ -395,19 +431,24 @@ def test_a_session_stores_each_answer_under_who_gave_it_with_the_machines_rates(
     assert routed.samples.shape[1] == 8 and learner.samples_.shape[1] == 8  # the learner passed its samples
     with AnswerStore(tmp_path / "a.jsonl") as store:
         rows = store.records
-    by_machine = [r for r in rows if r["annotator"] == machine.annotator]
+    kinds = {machine.annotator: rates, machine.split_annotator: routed.split_rates}
+    by_machine = [r for r in rows if r["annotator"] in kinds]
     by_alice = [r for r in rows if r["annotator"] == "alice"]
     assert len(by_machine) + len(by_alice) == 10 and by_machine and by_alice
+    assert {r["annotator"] for r in by_machine} == set(kinds)  # unanimous and split replies both answered
     assert [(r["i"], r["j"]) for r in by_alice] == [
         (min(r["i"], r["j"]), max(r["i"], r["j"])) for r in routed.routes if r["to"] == "person"
     ]
-    # every unanimous verdict is counted once, as nobody checked it (those routed for contradicting the model too)
-    said = [r["verdict"] for r in routed.routes if r["verdict"] != "unknown"]
-    assert rates.unchecked == {k: said.count(k) for k in ("must", "cannot")} and rates.n_checked == 0
+    # every verdict is counted once by its kind, as nobody checked it (those routed for contradicting the model too)
+    for kind, split in ((rates, False), (routed.split_rates, True)):
+        said = [r["verdict"] for r in routed.routes if r["verdict"] != "unknown" and r["split"] == split]
+        assert kind.unchecked == {k: said.count(k) for k in ("must", "cannot")} and kind.n_checked == 0
     # the machine's answers are soft, with the rate whose odds are the reply's likelihood ratio
     soft = {(a, b): (kind, eps) for a, b, kind, eps in learner.constraints_.answers}
     assert {(r["i"], r["j"]) for r in by_machine} == set(soft)
-    assert all(eps == pytest.approx(rates.error_rate(kind)) for kind, eps in soft.values())
+    for r in by_machine:
+        kind, eps = soft[(r["i"], r["j"])]
+        assert eps == pytest.approx(kinds[r["annotator"]].error_rate(kind))
     hard = {(min(a, b), max(a, b)) for a, b, _ in learner.constraints_.pairs}
     assert {(r["i"], r["j"]) for r in by_alice if r["answer"] != "unknown"} == hard
 
@@ -477,3 +518,29 @@ def test_a_resumed_session_learns_the_machines_rates_again_from_the_store_and_th
         resumed.calibrate(records)
         assert resumed.rates.checked == routed.rates.checked and len(server.requests) == asked
         assert resumed.rates.unchecked == routed.rates.unchecked and sum(routed.rates.unchecked.values()) > 5
+        assert resumed.split_rates.n_checked == routed.split_rates.n_checked == 0  # one reply never splits
+
+
+def test_a_resumed_session_learns_the_split_replies_rates_again(tmp_path):
+    cache = tmp_path / "votes.jsonl"
+    labels = np.repeat(np.arange(4), 6)
+    texts = [f"text {k}" for k in range(24)]
+    with FakeChatServer(texts, labels, false_same=0.3, noise=0.3, seed=2) as server:
+        endpoint = ChatEndpoint(server.url, "fake", api_key_env=None)
+
+        def routed():
+            return MachineFirst(ChatOracle(texts, endpoint, n_replies=3, cache=cache), GoldOracle(labels),
+                                check=0.3, split_check=0.5, random_state=1)  # fmt: skip
+
+        first = routed()
+        records = []
+        for i, j in [(a, b) for a in range(24) for b in range(a + 1, 24)][::4]:
+            said = first.answer(i, j)
+            who = said.annotator if isinstance(said, Answer) else "ana"
+            records.append({"i": i, "j": j, "answer": str(getattr(said, "answer", said)), "annotator": who})
+        resumed = routed()
+        resumed.calibrate(records)
+    assert first.split_rates.n_checked > 3 and first.rates.n_checked > 3
+    for kind in ("rates", "split_rates"):
+        assert getattr(resumed, kind).checked == getattr(first, kind).checked
+        assert getattr(resumed, kind).unchecked == getattr(first, kind).unchecked

@@ -45,27 +45,64 @@ def machine_team(tmp_path, server, n_replies=3, check=0.0, max_requests=None, ma
     return TeamSession(learner, X, store, double=0.0, machine=machine, **kw), store
 
 
-def test_the_machine_answers_pool_pairs_under_its_name_and_hands_split_pairs_to_people(tmp_path):
-    with FakeChatServer(TEXTS, Y, noise=0.2, seed=3) as server:
-        t, store = machine_team(tmp_path, server)
+def test_the_machine_answers_pool_pairs_by_its_kind_and_hands_tied_pairs_to_people(tmp_path):
+    """Four replies: unanimous ones stored under its name, a majority under its split name (checked at its own
+    share, each kind learning its own rates), a tie (2 against 2) handed to people."""
+    with FakeChatServer(TEXTS, Y, noise=0.3, seed=3) as server:
+        t, store = machine_team(tmp_path, server, n_replies=4)
         m = t.machine
         t.refit()
-        for _ in range(30):
+        for _ in range(40):
             assert t.machine_step()
+        t.refit()  # the rates learned from its answers; every answer of its weighs what they say now
+    assert m.split_name == m.oracle.split_annotator and m.names == (m.name, m.split_name)
     mine = [r for r in store.records if r["annotator"] == m.name]
-    assert len(mine) == m.routed["machine"] > 0 and m.routed["split"] > 0
-    for rec in mine:  # each stored answer is the machine's unanimous verdict
+    majority = [r for r in store.records if r["annotator"] == m.split_name]
+    assert len(mine) == m.routed["machine"] > 0 and len(majority) == m.routed["majority"] > 0
+    assert m.routed["tie"] > 0
+    for rec in mine:  # each unanimous
         same, different, _ = m.oracle.votes(rec["i"], rec["j"])
         assert rec["answer"] == ("must" if same else "cannot") and (same == 0 or different == 0)
-    for p, reason in m.for_people.items():  # split pairs wait for people, nothing stored about them
+    for rec in majority:  # each the majority of split replies
+        same, different, _ = m.oracle.votes(rec["i"], rec["j"])
+        assert same and different and rec["answer"] == ("must" if same > different else "cannot")
+    assert m.split_rates.unchecked == {
+        k: sum(r["answer"] == k for r in majority) for k in ("must", "cannot")
+    }  # no checks (check=0): every majority answer counted once, by its kind
+    assert m.rates.unchecked == {k: sum(r["answer"] == k for r in mine) for k in ("must", "cannot")}
+    soft = {(i, j): eps for i, j, _, eps in t.state.constraints.answers}
+    for rec in majority:
+        assert soft[(rec["i"], rec["j"])] == pytest.approx(m.split_rates.error_rate(rec["answer"]))
+    for p, reason in m.for_people.items():  # tied pairs wait for people, nothing stored about them
         same, different, _ = m.oracle.votes(*p)
-        assert same and different and reason.startswith("the chat model's replies split")
+        assert same == different and reason.startswith("the chat model's replies tie")
         assert p not in {(r["i"], r["j"]) for r in store.records}
     first = next(iter(m.for_people))
     q = t.question("alice")
     assert (q.i, q.j) == first and q.reason == m.for_people[first]
     t.answer("alice", q.i, q.j, truth(q.i, q.j))
     assert t.question("bob") is not None and first not in m.for_people  # answered: handed out no more
+    with pytest.raises(InvalidInputError, match="the chat model's name"):
+        t.question(m.split_name)
+
+
+def test_a_check_of_a_majority_answer_is_owed_and_teaches_the_split_rates(tmp_path):
+    with FakeChatServer(TEXTS, Y, noise=0.3, seed=3) as server:
+        endpoint = ChatEndpoint(server.url, "fake", api_key_env=None, backoff=0.0)
+        machine = TeamMachine(ChatOracle(TEXTS, endpoint, n_replies=3), check=0.0, split_check=1.0)
+        store = AnswerStore(tmp_path / "a.sqlite", shared=True)
+        t = TeamSession(ActiveLearner(StandInSampler(), None, progress=False), X, store, double=0.0,
+                        machine=machine)  # fmt: skip
+        t.refit()
+        while not machine.routed["majority"]:
+            assert t.machine_step()
+        rec = next(r for r in store.records if r["annotator"] == machine.split_name)
+        q = t.question("alice")  # the majority answer's check comes first
+        assert (q.kind, q.i, q.j) == ("second", rec["i"], rec["j"])
+        t.answer("alice", q.i, q.j, truth(q.i, q.j))
+    wrong = int(truth(q.i, q.j) != rec["answer"])
+    assert machine.split_rates.checked[rec["answer"]] == [1 - wrong, wrong] and machine.rates.n_checked == 0
+    assert t.status()["machine"]["split"]["n_checked"] == 1
 
 
 def test_machine_answers_are_soft_with_its_rate_for_what_it_said(tmp_path):

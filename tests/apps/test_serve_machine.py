@@ -120,3 +120,27 @@ def test_serve_opens_the_team_session_with_the_machine_of_its_options(tmp_path):
             assert team.machine_step() and store.records[-1]["annotator"] == team.machine.name
         finally:
             store.close()
+
+
+def test_the_machine_page_shows_the_split_replies_rates_once_it_gave_such_answers():
+    from jaxclust.apps.serve_machine import machine_body
+
+    rates = {"false_same": 0.25, "false_different": 0.05, "n_checked": 4, "n_unchecked": 30}
+    status = {
+        "name": "m", **rates, "routed": {"machine": 30, "majority": 7, "tie": 2, "contradicts": 1},
+        "for_people": 0, "usage": {"requests": 40, "retries": 0, "failures": 0, "prompt_tokens": 0,
+                                   "completion_tokens": 0}, "error": None, "stopped": None,
+        "split": {"false_same": 0.3125, "false_different": 0.1, "n_checked": 1, "n_unchecked": 6},
+    }  # fmt: skip
+    page = machine_body(status, [], [], False)
+    assert (
+        "<b id=split-false-same>0.312</b>" in page and "(from 1 checked answers and 6 nobody checked)" in page
+    )
+    assert (
+        "30 pairs answered by the machine, 7 by the majority of its replies where they split, 2 handed"
+        in page
+    )
+    none = machine_body(
+        {**status, "split": {**status["split"], "n_checked": 0, "n_unchecked": 0}}, [], [], False
+    )
+    assert "split-false-same" not in none
