@@ -41,22 +41,29 @@ from typing import Any
 import numpy as np
 
 from jaxclust.active.chat_cache import VoteCache, items_digest
-from jaxclust.active.machine_rates import CHECK, SPLIT_PRIOR, MachineRates, check_shares, is_checked
+from jaxclust.active.machine_rates import (
+    CHECK,
+    SPLIT_PRIOR,
+    MachineRates,
+    check_shares,
+    is_checked,
+    majority_of,
+    split_name,
+    verdict_of,
+)
 from jaxclust.active.oracles import SessionStopped, shorten
 from jaxclust.active.replies import WORDS
 from jaxclust.answers import Answer, ask, check_reply
 from jaxclust.errors import ChatError, InvalidInputError
 from jaxclust.validation import check_float, check_int, seed_from
 
-# CHECK, check_shares, is_checked and MachineRates live in jaxclust.active.machine_rates and are imported here too
+# CHECK, check_shares, is_checked, MachineRates and the kinds of answer (verdict_of, majority_of, split_name) live in
+# jaxclust.active.machine_rates and are imported here too
 __all__ = [
     "ChatEndpoint",
     "ChatOracle",
     "MachineFirst",
     "read_verdict",
-    "verdict_of",
-    "majority_of",
-    "split_name",
     "contradicts",
     "PROMPT",
 ]
@@ -399,34 +406,6 @@ class ChatOracle:
 
     def __call__(self, i: int, j: int) -> str:
         return self.answer(i, j)
-
-
-def verdict_of(votes: tuple[int, int, int]) -> str:
-    """``"must"`` or ``"cannot"`` when the votes ``(same, different, abstained)`` that did not abstain agree,
-    else ``"unknown"``."""
-    same, different, _ = votes
-    if same and not different:
-        return "must"
-    if different and not same:
-        return "cannot"
-    return "unknown"
-
-
-def majority_of(votes: tuple[int, int, int]) -> str:
-    """``"must"`` or ``"cannot"``, whichever more of the votes ``(same, different, abstained)`` say; ``"unknown"``
-    on a tie (all abstained included)."""
-    same, different, _ = votes
-    return "must" if same > different else "cannot" if different > same else "unknown"
-
-
-#: Added to a chat model's name for the answers it gave by the majority of split replies.
-SPLIT_SUFFIX = ", split replies"
-
-
-def split_name(annotator: str) -> str:
-    """The name the majority of ``annotator``'s split replies is stored under (at most 100 characters, as every
-    annotator's name: a long name is cut before the suffix)."""
-    return annotator[: 100 - len(SPLIT_SUFFIX)] + SPLIT_SUFFIX
 
 
 def contradicts(samples: np.ndarray | None, i: int, j: int, verdict: str, sure: float | None) -> bool:

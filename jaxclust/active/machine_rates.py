@@ -3,6 +3,9 @@
 * :func:`is_checked`: whether a pair is among the share of the machine's answers a person also answers, a seeded
   hash of the pair, so that a resumed session and the store read afterwards know which; :func:`check_shares`
   reads the shares (one for both answers, or one for each, default :data:`CHECK`).
+* :func:`verdict_of` and :func:`majority_of`: the machine's answer of each kind from its votes, unanimous or by
+  the majority of replies that split; :func:`split_name`: the name the second kind is stored under, with rates of
+  its own.
 * :class:`MachineRates`: the machine's two error rates (a wrong "same", a wrong "different"), the exact
   posterior from the checked pairs and from how often it gives each answer, and the error rate each of its
   answers gets as a soft answer.
@@ -17,7 +20,16 @@ import numpy as np
 from jaxclust.errors import InvalidInputError
 from jaxclust.validation import check_float
 
-__all__ = ["CHECK", "SPLIT_PRIOR", "check_shares", "is_checked", "MachineRates"]
+__all__ = [
+    "CHECK",
+    "SPLIT_PRIOR",
+    "check_shares",
+    "is_checked",
+    "MachineRates",
+    "verdict_of",
+    "majority_of",
+    "split_name",
+]
 
 
 #: The default shares of the machine's unanimous answers a person also answers, by what it said: its "same"s are
@@ -186,3 +198,31 @@ def is_checked(seed: int, i: int, j: int, share: float) -> bool:
     """Whether the pair ``(i, j)`` (``i < j``) is among the share ``share`` of a machine's answers a person also
     gives: a seeded hash of the pair, so that a resumed session, and the store read afterwards, know which."""
     return share > 0 and np.random.default_rng([seed, 11, i, j]).random() < share
+
+
+def verdict_of(votes: tuple[int, int, int]) -> str:
+    """``"must"`` or ``"cannot"`` when the votes ``(same, different, abstained)`` that did not abstain agree,
+    else ``"unknown"``."""
+    same, different, _ = votes
+    if same and not different:
+        return "must"
+    if different and not same:
+        return "cannot"
+    return "unknown"
+
+
+def majority_of(votes: tuple[int, int, int]) -> str:
+    """``"must"`` or ``"cannot"``, whichever more of the votes ``(same, different, abstained)`` say; ``"unknown"``
+    on a tie (all abstained included)."""
+    same, different, _ = votes
+    return "must" if same > different else "cannot" if different > same else "unknown"
+
+
+#: Added to a chat model's name for the answers it gave by the majority of split replies.
+SPLIT_SUFFIX = ", split replies"
+
+
+def split_name(annotator: str) -> str:
+    """The name the majority of ``annotator``'s split replies is stored under (at most 100 characters, as every
+    annotator's name: a long name is cut before the suffix)."""
+    return annotator[: 100 - len(SPLIT_SUFFIX)] + SPLIT_SUFFIX

@@ -11,9 +11,8 @@ from several people at once, in any order, and nobody waits for the model.
   first fit is done the pool holds random pairs (seeded), so a team can start at once.
 * **Refits in the background.** A thread refits the model whenever answers came in since its last fit (warm
   from the last chains) and then replaces the pool; :meth:`TeamSession.answer` never waits for a fit.
-* **Second opinions.** A share ``double`` of the pairs (chosen by a seeded hash of the pair, so a restarted
-  session owes the same ones) goes to a second annotator once someone answered it "same" or "different".
-  Second opinions are handed out before new pairs.
+* **Second opinions.** A share ``double`` of the pairs (a seeded hash of the pair: a restarted session owes the
+  same ones) goes to a second annotator, before any new pair, once someone answered it "same" or "different".
 * **Disagreements are soft.** Where two annotators answered a pair both ways, each of their answers counts as an
   observation wrong with that annotator's error rate, measured from how often they agree with the others
   (:func:`~jaxclust.active.agreement.error_rates`); every other answer is used as the learner's ``error_rate``
@@ -21,8 +20,7 @@ from several people at once, in any order, and nobody waits for the model.
 * **Undo** appends an undo record (nothing is deleted), rebuilds the constraints from the answers in effect
   and hands the undone pair back to whoever undid it.
 * **Durable.** An answer is in the store (on disk) before :meth:`TeamSession.answer` returns; a restarted
-  session rebuilds everything from the store. Answers other processes add to a shared store are taken in
-  before every fit.
+  session rebuilds everything from it; answers that other processes add to a shared store come in at every fit.
 * **A machine that answers first** (``machine``): a thread has a chat model answer pairs of the pool as one more
   annotator, and hand people the pairs it is unsure of (:mod:`jaxclust.active.team_machine`); a person can
   review its answers in order of doubt (:meth:`TeamSession.review`).
@@ -38,6 +36,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -384,14 +383,10 @@ class TeamSession:
                     f"answer: {who} was not asked about the pair {p[0]}-{p[1]} (the pair they hold: {mine}); "
                     "nothing was stored"
                 )
-            return self._answer_held(who, p, answer)
+            return self._answer_held(who, p, answer, who)
 
-    def _answer_held(
-        self, who: str, p: tuple[int, int], answer: str, name: str | None = None
-    ) -> dict[str, Any]:
-        """Store the answer of ``who`` about ``p``, the pair they hold, under ``name`` (default ``who``; the
-        chat model's majority answers go under its split name), and use it. Call with the lock held."""
-        name = who if name is None else name
+    def _answer_held(self, who: str, p: tuple[int, int], answer: str, name: str) -> dict[str, Any]:
+        """Store and use the answer of ``who`` about ``p``, the pair they hold, under ``name`` (lock held)."""
         others = self._by_pair.get(p, {})
         rec = {"i": p[0], "j": p[1], "answer": answer, "annotator": name}
         if others and answer != "unknown":  # a second opinion: the measured agreement changes
@@ -581,13 +576,9 @@ class TeamSession:
         """Counts for a progress display: ``n_answers`` (in effect), ``n_queries``, ``per_annotator``
         (answers in effect each), ``n_second_owed``, ``n_fits``, ``fitting_behind`` (answers the samples have
         not seen), ``fit_seconds``, ``fit_error``, ``done``, ``n_clusters``, ``conflicts`` (messages), ``machine``
-        (:meth:`TeamMachine.status`, None without one), and with
-        gold labels ``v_beta``."""
+        (:meth:`TeamMachine.status`, None without one), and with gold labels ``v_beta``."""
         with self.lock:
-            per: dict[str, int] = {}
-            for rec in self.state.answers:
-                who = rec.get("annotator") or UNNAMED
-                per[who] = per.get(who, 0) + 1
+            per = dict(Counter(rec.get("annotator") or UNNAMED for rec in self.state.answers))
             out = {
                 "n_answers": len(self.state.answers),
                 "n_queries": self.n_queries,
