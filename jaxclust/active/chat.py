@@ -47,7 +47,7 @@ from jaxclust.active.machine_rates import (
     MachineRates,
     check_shares,
     is_checked,
-    majority_of,
+    kind_of,
     split_name,
     verdict_of,
 )
@@ -57,8 +57,8 @@ from jaxclust.answers import Answer, ask, check_reply
 from jaxclust.errors import ChatError, InvalidInputError
 from jaxclust.validation import check_float, check_int, seed_from
 
-# CHECK, check_shares, is_checked, MachineRates and the kinds of answer (verdict_of, majority_of, split_name) live in
-# jaxclust.active.machine_rates and are imported here too
+# CHECK, check_shares, is_checked, MachineRates, kind_of and split_name live in jaxclust.active.machine_rates and
+# are imported here too
 __all__ = [
     "ChatEndpoint",
     "ChatOracle",
@@ -503,14 +503,9 @@ class MachineFirst:
         m = self.machine
         return {"*": person_rate, m.annotator: self.rates, m.split_annotator: self.split_rates}
 
-    def _kind(self, votes: tuple[int, int, int]) -> tuple[str, bool]:
-        """The machine's answer for ``votes`` and whether its replies split."""
-        verdict = verdict_of(votes)
-        return (verdict, False) if verdict != "unknown" else (majority_of(votes), True)
-
     def answer(self, i: int, j: int) -> Any:
         votes = self.machine.votes(i, j)
-        verdict, split = self._kind(votes)
+        verdict, split = kind_of(votes)
         rates, shares = (self.split_rates, self.split_check) if split else (self.rates, self.check)
         route = {
             "i": i,
@@ -559,7 +554,7 @@ class MachineFirst:
             votes = self.machine.known(i, j)
             if votes is None:
                 continue
-            verdict, split = self._kind(votes)
+            verdict, split = kind_of(votes)
             if verdict == "unknown":
                 continue
             rates, shares = (self.split_rates, self.split_check) if split else (self.rates, self.check)

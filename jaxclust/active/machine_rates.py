@@ -3,9 +3,9 @@
 * :func:`is_checked`: whether a pair is among the share of the machine's answers a person also answers, a seeded
   hash of the pair, so that a resumed session and the store read afterwards know which; :func:`check_shares`
   reads the shares (one for both answers, or one for each, default :data:`CHECK`).
-* :func:`verdict_of` and :func:`majority_of`: the machine's answer of each kind from its votes, unanimous or by
-  the majority of replies that split; :func:`split_name`: the name the second kind is stored under, with rates of
-  its own.
+* :func:`kind_of` (from :func:`verdict_of` and :func:`majority_of`): the machine's answer from its votes and its
+  kind, unanimous or by the majority of replies that split; :func:`split_name`: the name the second kind is
+  stored under, with rates of its own.
 * :class:`MachineRates`: the machine's two error rates (a wrong "same", a wrong "different"), the exact
   posterior from the checked pairs and from how often it gives each answer, and the error rate each of its
   answers gets as a soft answer.
@@ -28,6 +28,7 @@ __all__ = [
     "MachineRates",
     "verdict_of",
     "majority_of",
+    "kind_of",
     "split_name",
 ]
 
@@ -216,6 +217,13 @@ def majority_of(votes: tuple[int, int, int]) -> str:
     on a tie (all abstained included)."""
     same, different, _ = votes
     return "must" if same > different else "cannot" if different > same else "unknown"
+
+
+def kind_of(votes: tuple[int, int, int]) -> tuple[str, bool]:
+    """The machine's answer for ``votes`` and whether its replies split: the unanimous verdict, else the
+    majority's (``"unknown"`` on a tie)."""
+    verdict = verdict_of(votes)
+    return (verdict, False) if verdict != "unknown" else (majority_of(votes), True)
 
 
 #: Added to a chat model's name for the answers it gave by the majority of split replies.

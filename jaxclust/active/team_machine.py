@@ -36,8 +36,7 @@ from jaxclust.active.chat import (
     check_shares,
     contradicts,
     is_checked,
-    majority_of,
-    verdict_of,
+    kind_of,
 )
 from jaxclust.active.replies import WORDS
 from jaxclust.errors import InvalidInputError
@@ -121,8 +120,8 @@ class TeamMachine:
 
     def _kind(self, votes: tuple[int, int, int]) -> tuple[str, str]:
         """``(name, verdict)``: the machine's answer for ``votes`` and the name of its kind."""
-        verdict = verdict_of(votes)
-        return (self.name, verdict) if verdict != "unknown" else (self.split_name, majority_of(votes))
+        verdict, split = kind_of(votes)
+        return (self.split_name if split else self.name), verdict
 
     def calibrate(self, by_pair: dict[Pair, dict[str, str]]) -> None:
         """The error rates from ``by_pair`` (pair -> {annotator: must/cannot}, the answers in effect): each
@@ -149,10 +148,12 @@ class TeamMachine:
 
     def recalibrate(self, by_pair: dict[Pair, dict[str, str]]) -> bool:
         """:meth:`calibrate` again; returns whether the rates moved (its answers then weigh otherwise)."""
-        both = lambda: [(r.false_same, r.false_different) for r in (self.rates, self.split_rates)]  # noqa: E731
-        before = both()
+        before = self._estimates()
         self.calibrate(by_pair)
-        return both() != before
+        return self._estimates() != before
+
+    def _estimates(self) -> list[tuple[float, float]]:
+        return [(r.false_same, r.false_different) for r in (self.rates, self.split_rates)]
 
     def failed(self, message: str) -> None:
         """A request that failed after its retries (the session goes on; the machine tries the next pair)."""
@@ -179,7 +180,7 @@ class TeamMachine:
             return (
                 who,
                 verdict,
-                (f"the chat model says {WORDS[verdict]}, but the model is sure of the opposite"),
+                f"the chat model says {WORDS[verdict]}, but the model is sure of the opposite",
             )
         self.routed["machine" if who == self.name else "majority"] += 1
         return who, verdict, None

@@ -544,3 +544,21 @@ def test_a_resumed_session_learns_the_split_replies_rates_again(tmp_path):
     for kind in ("rates", "split_rates"):
         assert getattr(resumed, kind).checked == getattr(first, kind).checked
         assert getattr(resumed, kind).unchecked == getattr(first, kind).unchecked
+
+
+@pytest.mark.parametrize(
+    "votes, kind",
+    [
+        ((5, 0, 0), ("must", False)),
+        ((0, 3, 2), ("cannot", False)),
+        ((3, 2, 0), ("must", True)),
+        ((1, 3, 1), ("cannot", True)),
+        ((2, 2, 1), ("unknown", True)),
+        ((0, 0, 5), ("unknown", True)),
+    ],
+)
+def test_an_answer_is_unanimous_or_the_majority_of_split_replies(votes, kind):
+    from jaxclust.active.machine_rates import kind_of, split_name
+
+    assert kind_of(votes) == kind
+    assert split_name("m" * 100) == "m" * 85 + ", split replies" and len(split_name("m" * 100)) == 100
