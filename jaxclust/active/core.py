@@ -8,7 +8,8 @@ and the model's latest fit. Its transitions:
 * **rebuild** (:meth:`SessionCore.rebuild`): the answers in effect changed other than by one more (an undo, a
   disagreement, answers another process stored): the state is rebuilt from them.
 * **refit** (:meth:`SessionCore.draw`, then :meth:`SessionCore.install`): a model fit under the constraints in
-  effect, the k-th seeded ``base_seed + 7919 k`` and warm-started from the chains of the previous one. ``draw``
+  effect, the k-th seeded ``base_seed + 7919 k`` and warm-started from the chains of the previous one (for a
+  model that samples classes, resampled by what the answers since say of them: :meth:`SessionCore.carried`). ``draw``
   leaves the state alone, so a driver may fit outside its lock; ``install`` makes the fit's samples the ones
   questions are about.
 * **next questions** (:meth:`SessionCore.rank`): up to ``k`` pairs the strategy picks from the samples, best
@@ -34,6 +35,7 @@ import numpy as np
 
 from jaxclust.active.classes import class_samples
 from jaxclust.active.entropy import agreeing_samples
+from jaxclust.active.resample import carried_chains
 from jaxclust.active.selection import Round, pick
 from jaxclust.active.state import SessionState, apply_answer, replay
 from jaxclust.coclustering import least_squares_sample
@@ -172,7 +174,9 @@ class Fit(NamedTuple):
     it was made; ``final_components`` (C, n) or None: the components inside ``final``'s classes, for a model
     whose samples are classes of components (its ``final_components_``, e.g. :class:`~jaxclust.NestedDPMM`);
     ``classes`` (n,) or None: for such a model read as it samples (``propagation="pairs"``), the classes of the
-    sample that ``components`` comes from, so that questions can test its components' classes."""
+    sample that ``components`` comes from, so that questions can test its components' classes; ``constraints``:
+    what it was fitted under; ``chains`` (C,) or None: for a warm fit whose chains were carried over by
+    :func:`~jaxclust.active.resample.carried_chains`, the previous fit's chain each chain started from."""
 
     samples: np.ndarray
     components: np.ndarray
@@ -183,6 +187,8 @@ class Fit(NamedTuple):
     n_burnin: int | None
     final_components: np.ndarray | None = None
     classes: np.ndarray | None = None
+    constraints: Constraints | None = None
+    chains: np.ndarray | None = None
 
 
 def fit_parameters(fn) -> set[str]:
@@ -233,13 +239,14 @@ def fit_model(
     warm_from=None,
     n_burnin=None,
     warm_components=None,
+    chains=None,
 ) -> Fit:
     """Fit ``model`` (modified in place) to ``X`` (n, D) under ``constraints``, seeded ``seed`` and started from
     ``warm_from`` (C, n) when given and ``settings.warm_start`` (with the components ``warm_components`` (C, n)
     inside those labels, when given and the model's ``fit`` takes ``init_components``), and read its samples as
     ``settings.propagation`` says. A warm refit runs ``n_burnin`` (default :meth:`SessionSettings.burnin_for`)
     burn-in sweeps and keeps the model's number of samples ``settings.warm_thin`` apart, when the model's ``fit``
-    takes ``thin``."""
+    takes ``thin``. ``chains``: recorded in the fit (where ``warm_from`` came from)."""
     if hasattr(model, "set_params") and "random_state" in model.get_params(deep=False):
         model.set_params(random_state=seed)
     kwargs: dict[str, Any] = {"constraints": constraints}
@@ -279,6 +286,8 @@ def fit_model(
         burn,
         None if final_components is None else np.asarray(final_components),
         classes,
+        constraints,
+        None if chains is None or not warm else np.asarray(chains),
     )
 
 
@@ -373,16 +382,36 @@ class SessionCore:
         warm_from=None,
         n_burnin=None,
         warm_components=None,
+        chains=None,
     ) -> Fit:
         """A fit under ``constraints`` (default: those in effect); the state is left alone. Without ``seed``:
-        the next seed, warm from the installed fit's chains (``warm_from``, ``warm_components`` and
-        ``n_burnin`` then override only when given)."""
+        the next seed, warm from the installed fit's chains carried over to ``constraints`` (:meth:`carried`;
+        ``warm_from``, ``warm_components`` and ``n_burnin`` then override only when given). ``chains``: where a
+        given ``warm_from`` came from (:attr:`Fit.chains`)."""
+        cons = self.state.constraints if constraints is None else constraints
         if seed is None:
             seed = self.next_seed()
             if warm_from is None and self.fit is not None:
-                warm_from, warm_components = self.fit.final, self.fit.final_components
-        cons = self.state.constraints if constraints is None else constraints
-        return fit_model(self.settings, self.model, self.X, cons, seed, warm_from, n_burnin, warm_components)
+                warm_from, warm_components, chains = self.carried(cons, seed)
+        return fit_model(
+            self.settings, self.model, self.X, cons, seed, warm_from, n_burnin, warm_components, chains
+        )
+
+    def carried(self, constraints: Constraints, seed: int):
+        """The installed fit's last chain states as the start of a fit under ``constraints`` seeded ``seed``:
+        ``(labels (C, n), components (C, n) or None, chains (C,) or None)``. For a model that samples classes
+        under the answers (``propagation="pairs"``) the chains are resampled by how much likelier the answers
+        now make them than the answers they were sampled under
+        (:func:`~jaxclust.active.resample.carried_chains`); ``chains`` says which chain each starts from,
+        None when every chain keeps its own state."""
+        fit = self.fit
+        chains = None
+        if self.settings.propagation == "pairs" and fit.final is not None and fit.constraints is not None:
+            chains = carried_chains(fit.final, fit.constraints, constraints, seed)
+        if chains is None:
+            return fit.final, fit.final_components, None
+        comps = None if fit.final_components is None else fit.final_components[chains]
+        return fit.final[chains], comps, chains
 
     def install(self, fit: Fit, count: bool = True) -> None:
         """Make ``fit``'s samples those questions are about; ``count``: it counts toward the seeds."""

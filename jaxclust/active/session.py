@@ -78,9 +78,9 @@ class Diverged(Exception):  # noqa: N818 - control flow: a replayed answer is no
 
 def plan_resume(answers: list[dict], fits: list[dict], settings: str, n: int, batch: bool):
     """The last fit of an interrupted session and its warm-start state (``(record, init_labels or None,
-    init_components or None)``) when the session can be continued exactly; else None (every stored answer is
-    applied and the model refitted from scratch). ``batch``: the strategy picks between answers (a fit may sit
-    inside a round)."""
+    init_components or None, chains or None)``: the previous fit's chains, carried over as the record says) when
+    the session can be continued exactly; else None (every stored answer is applied and the model refitted from
+    scratch). ``batch``: the strategy picks between answers (a fit may sit inside a round)."""
     if not fits:
         return None
     last = fits[-1]
@@ -91,7 +91,7 @@ def plan_resume(answers: list[dict], fits: list[dict], settings: str, n: int, ba
         return None
     if any(r["round"] != last["round"] for r in answers[q:]):
         return None
-    init = components = None
+    init = components = chains = None
     if last["warm"]:
         prev = fits[-2] if len(fits) >= 2 else {"final_labels": None}
         rows = prev["final_labels"]
@@ -103,7 +103,13 @@ def plan_resume(answers: list[dict], fits: list[dict], settings: str, n: int, ba
             if len(comps) != len(rows) or any(len(row) != n for row in comps):
                 return None
             components = np.asarray(comps, dtype=np.int64)
-    return last, init, components
+        chains = last.get("warm_chains")  # the fit started from these of the previous fit's chains
+        if chains is not None:
+            if len(chains) != len(init) or not all(0 <= c < len(init) for c in chains):
+                return None
+            init = init[chains]
+            components = None if components is None else components[chains]
+    return last, init, components, chains
 
 
 class Outcome(NamedTuple):
@@ -238,6 +244,7 @@ class Session:
                     if fit.final_components is None or self.shared
                     else {"final_components": fit.final_components.astype(int).tolist()}
                 )
+                | ({} if fit.chains is None else {"warm_chains": fit.chains.astype(int).tolist()})
             )
         if record:
             st.n_fits += 1
@@ -386,7 +393,7 @@ class Session:
             round_, pos = max((r["round"] for r in stored), default=0) + 1, 0
             self.fit(round_, 0)
         else:
-            last, init, components = plan
+            last, init, components, chains = plan
             q = last["n_answers"]
             for rec in stored[:q]:
                 self.apply(rec, False, rec["round"], replay_log)
@@ -400,6 +407,7 @@ class Session:
                 warm_from=init,
                 n_burnin=last["n_burnin"],
                 warm_components=components,
+                chains=chains,
             )
             st.n_fits = last["n_fit"] + 1
             final = self.core.fit.final

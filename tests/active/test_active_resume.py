@@ -285,8 +285,9 @@ def test_no_warning_on_an_exact_resume(tmp_path):
 
 
 def test_a_nested_session_resumes_from_its_stored_components(tmp_path):
-    """A model of classes of components warm-starts from both; the store keeps the components, so a resumed
-    session refits exactly (no warning) and asks what the uninterrupted one asks."""
+    """A model of classes of components warm-starts from both; the store keeps the components and which chains
+    were carried over, so a resumed session refits exactly (no warning) and asks what the uninterrupted one
+    asks."""
 
     def nested():
         return NestedDPMM(n_chains=2, n_burnin=10, n_samples=4, thin=1, n_split_merge=2, random_state=0)
@@ -299,6 +300,8 @@ def test_a_nested_session_resumes_from_its_stored_components(tmp_path):
     with AnswerStore(store) as s:
         last = s.fits[-1]
         assert last["warm"] and len(last["final_components"]) == 2  # one row per chain
+        # its chains were carried over from the fit before: both from the one the answer since favours
+        assert last["warm_chains"] == [1, 1]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the refit reproduced the stored chains, components included
         _learner(GoldOracle(Y), store, nested(), **opts).run(X, 6)
