@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from jaxclust import Constraints
+from jaxclust.active import ActiveLearner, AnswerStore, GoldOracle, TeamSession
 from jaxclust.active.core import SessionCore, SessionSettings
 from jaxclust.active.resample import answers_log_likelihood, carried_chains, systematic
 
@@ -130,3 +131,19 @@ def test_the_next_fit_starts_from_the_chains_a_new_hard_answer_leaves(propagatio
     else:  # the class layer reads the answers outside the model: every chain keeps its own state
         assert fit.chains is None
         np.testing.assert_array_equal(model.starts[-1], rows)
+
+
+def test_a_team_session_carries_the_chains_over_as_the_core_does(tmp_path):
+    rows = np.array([[0, 0, 1, 1, 2, 2], [0, 0, 0, 0, 1, 1], [0, 0, 1, 1, 2, 2], [0, 0, 0, 0, 1, 1]])
+    learner = ActiveLearner(
+        Fixed(rows), GoldOracle(rows[0]), strategy="entropy", propagation="pairs", progress=False
+    )
+    with AnswerStore(tmp_path / "team.jsonl") as store:
+        team = TeamSession(learner, np.arange(12.0).reshape(6, 2), store, random_state=1)
+        team.refit()  # the first fit (the pool before it is random pairs)
+        q = team.question("a")  # the chains disagree only on pairs of 0 or 1 with 2 or 3
+        assert {q.i, q.j} <= {0, 1, 2, 3} and (q.i < 2) != (q.j < 2)
+        team.answer("a", q.i, q.j, "cannot")  # chains 1 and 3 put the two together
+        assert team.refit()
+        assert set(team.core.fit.chains) <= {0, 2}
+        np.testing.assert_array_equal(team.core.model.starts[-1], rows[team.core.fit.chains])
