@@ -35,7 +35,7 @@ import numpy as np
 
 from jaxclust.active.classes import class_samples
 from jaxclust.active.entropy import agreeing_samples
-from jaxclust.active.resample import carried_chains
+from jaxclust.active.resample import carry, weighted_rows
 from jaxclust.active.selection import Round, pick
 from jaxclust.active.state import SessionState, apply_answer, replay
 from jaxclust.coclustering import least_squares_sample
@@ -175,8 +175,9 @@ class Fit(NamedTuple):
     whose samples are classes of components (its ``final_components_``, e.g. :class:`~jaxclust.NestedDPMM`);
     ``classes`` (n,) or None: for such a model read as it samples (``propagation="pairs"``), the classes of the
     sample that ``components`` comes from, so that questions can test its components' classes; ``constraints``:
-    what it was fitted under; ``chains`` (C,) or None: for a warm fit whose chains were carried over by
-    :func:`~jaxclust.active.resample.carried_chains`, the previous fit's chain each chain started from."""
+    what it was fitted under; ``chains`` (C,) or None: for a warm fit whose chains were resampled
+    (:func:`~jaxclust.active.resample.carry`), the previous fit's chain each chain started from;
+    ``log_weights`` (C,) or None (equal): the chains' weights, at which ``samples`` read them."""
 
     samples: np.ndarray
     components: np.ndarray
@@ -189,6 +190,7 @@ class Fit(NamedTuple):
     classes: np.ndarray | None = None
     constraints: Constraints | None = None
     chains: np.ndarray | None = None
+    log_weights: np.ndarray | None = None
 
 
 def fit_parameters(fn) -> set[str]:
@@ -240,13 +242,16 @@ def fit_model(
     n_burnin=None,
     warm_components=None,
     chains=None,
+    log_weights=None,
 ) -> Fit:
     """Fit ``model`` (modified in place) to ``X`` (n, D) under ``constraints``, seeded ``seed`` and started from
     ``warm_from`` (C, n) when given and ``settings.warm_start`` (with the components ``warm_components`` (C, n)
     inside those labels, when given and the model's ``fit`` takes ``init_components``), and read its samples as
     ``settings.propagation`` says. A warm refit runs ``n_burnin`` (default :meth:`SessionSettings.burnin_for`)
     burn-in sweeps and keeps the model's number of samples ``settings.warm_thin`` apart, when the model's ``fit``
-    takes ``thin``. ``chains``: recorded in the fit (where ``warm_from`` came from)."""
+    takes ``thin``. ``chains``: recorded in the fit (where ``warm_from`` came from); ``log_weights`` (C,): the
+    chains' weights, the samples (chain-major) read at them
+    (:func:`~jaxclust.active.resample.weighted_rows`)."""
     if hasattr(model, "set_params") and "random_state" in model.get_params(deep=False):
         model.set_params(random_state=seed)
     kwargs: dict[str, Any] = {"constraints": constraints}
@@ -265,6 +270,9 @@ def fit_model(
             kwargs["init_components"] = np.asarray(warm_components)
     model.fit(X, **kwargs)
     samples = check_samples(model, X.shape[0])
+    weigh = None if log_weights is None or not warm else weighted_rows(len(samples), log_weights, seed)
+    if weigh is not None:
+        samples = samples[weigh]
     best = getattr(model, "labels_", None)
     components = samples[0] if best is None else np.asarray(best)
     classes = None
@@ -273,7 +281,8 @@ def fit_model(
     at = least_squares_sample(samples)
     sampled = getattr(model, "components_", None) if getattr(model, "samples_classes", False) else None
     if settings.propagation == "pairs" and np.shape(sampled) == samples.shape:
-        components, classes = np.asarray(sampled)[at], samples[at]  # labels_'s sample: components in classes
+        sampled = np.asarray(sampled) if weigh is None else np.asarray(sampled)[weigh]
+        components, classes = sampled[at], samples[at]  # labels_'s sample: components in classes
     final = getattr(model, "final_labels_", None)
     final_components = getattr(model, "final_components_", None)
     return Fit(
@@ -288,6 +297,7 @@ def fit_model(
         classes,
         constraints,
         None if chains is None or not warm else np.asarray(chains),
+        None if weigh is None else np.asarray(log_weights, dtype=np.float64),
     )
 
 
@@ -383,35 +393,46 @@ class SessionCore:
         n_burnin=None,
         warm_components=None,
         chains=None,
+        log_weights=None,
     ) -> Fit:
         """A fit under ``constraints`` (default: those in effect); the state is left alone. Without ``seed``:
         the next seed, warm from the installed fit's chains carried over to ``constraints`` (:meth:`carried`;
-        ``warm_from``, ``warm_components`` and ``n_burnin`` then override only when given). ``chains``: where a
-        given ``warm_from`` came from (:attr:`Fit.chains`)."""
+        ``warm_from``, ``warm_components`` and ``n_burnin`` then override only when given). ``chains`` and
+        ``log_weights``: where a given ``warm_from`` came from and the chains' weights (:class:`Fit`)."""
         cons = self.state.constraints if constraints is None else constraints
         if seed is None:
             seed = self.next_seed()
             if warm_from is None and self.fit is not None:
-                warm_from, warm_components, chains = self.carried(cons, seed)
+                warm_from, warm_components, chains, log_weights = self.carried(cons, seed)
         return fit_model(
-            self.settings, self.model, self.X, cons, seed, warm_from, n_burnin, warm_components, chains
+            self.settings,
+            self.model,
+            self.X,
+            cons,
+            seed,
+            warm_from,
+            n_burnin,
+            warm_components,
+            chains,
+            log_weights,
         )
 
     def carried(self, constraints: Constraints, seed: int):
-        """The installed fit's last chain states as the start of a fit under ``constraints`` seeded ``seed``:
-        ``(labels (C, n), components (C, n) or None, chains (C,) or None)``. For a model that samples classes
-        under the answers (``propagation="pairs"``) the chains are resampled by how much likelier the answers
-        now make them than the answers they were sampled under
-        (:func:`~jaxclust.active.resample.carried_chains`); ``chains`` says which chain each starts from,
-        None when every chain keeps its own state."""
+        """The installed fit's chains as the start of a fit under ``constraints`` seeded ``seed``: ``(labels (C,
+        n), components (C, n) or None, chains (C,) or None, log_weights (C,) or None)``. For a model that samples
+        classes under the answers (``propagation="pairs"``) each chain's weight is multiplied by how much likelier
+        the answers now make it than those it was sampled under, and the chains are resampled when the weights
+        are too uneven (:func:`~jaxclust.active.resample.carry`); ``chains`` says which chain each starts from
+        (None: each its own), ``log_weights`` their weights (None: equal). Other models' chains go on as they
+        are."""
         fit = self.fit
-        chains = None
+        chains = log_w = None
         if self.settings.propagation == "pairs" and fit.final is not None and fit.constraints is not None:
-            chains = carried_chains(fit.final, fit.constraints, constraints, seed)
+            chains, log_w = carry(fit.final, fit.log_weights, fit.constraints, constraints, seed)
         if chains is None:
-            return fit.final, fit.final_components, None
+            return fit.final, fit.final_components, None, log_w
         comps = None if fit.final_components is None else fit.final_components[chains]
-        return fit.final[chains], comps, chains
+        return fit.final[chains], comps, chains, log_w
 
     def install(self, fit: Fit, count: bool = True) -> None:
         """Make ``fit``'s samples those questions are about; ``count``: it counts toward the seeds."""

@@ -9,9 +9,10 @@ Warm start. After the first round each refit starts every chain from its last st
 the constrained Gibbs kernel leaves the new constrained posterior invariant whatever the starting state, so
 the chain's stationary law is unchanged; a start that is already near the old posterior (which differs from
 the new one by a few constraints) just needs fewer sweeps to forget its start. Set ``warm_start=False`` to
-refit from scratch. For a model that samples the classes the answers are about (``propagation="pairs"``), the
-chains are first resampled by the likelihood ratio of the answers since (:mod:`jaxclust.active.resample`), so
-that a chain the new answers rule out is replaced by a copy of one they favour.
+refit from scratch. For a model that samples the classes the answers are about (``propagation="pairs"``), each
+chain carries a weight, multiplied at each refit by the likelihood ratio of the answers since; the samples are
+read at these weights, and the chains are resampled when the weights become too uneven
+(:mod:`jaxclust.active.resample`), so that chains the answers rule out give way to copies of those they favour.
 
 The refit budget. A person waits for every refit, so the session, not the model, sets its length: a warm refit
 keeps the model's number of samples per chain but takes them on consecutive sweeps (``warm_thin=1``), where a

@@ -78,9 +78,10 @@ class Diverged(Exception):  # noqa: N818 - control flow: a replayed answer is no
 
 def plan_resume(answers: list[dict], fits: list[dict], settings: str, n: int, batch: bool):
     """The last fit of an interrupted session and its warm-start state (``(record, init_labels or None,
-    init_components or None, chains or None)``: the previous fit's chains, carried over as the record says) when
-    the session can be continued exactly; else None (every stored answer is applied and the model refitted from
-    scratch). ``batch``: the strategy picks between answers (a fit may sit inside a round)."""
+    init_components or None, chains or None, log_weights or None)``: the previous fit's chains, carried over and
+    weighted as the record says) when the session can be continued exactly; else None (every stored answer is
+    applied and the model refitted from scratch). ``batch``: the strategy picks between answers (a fit may sit
+    inside a round)."""
     if not fits:
         return None
     last = fits[-1]
@@ -91,7 +92,7 @@ def plan_resume(answers: list[dict], fits: list[dict], settings: str, n: int, ba
         return None
     if any(r["round"] != last["round"] for r in answers[q:]):
         return None
-    init = components = chains = None
+    init = components = chains = log_weights = None
     if last["warm"]:
         prev = fits[-2] if len(fits) >= 2 else {"final_labels": None}
         rows = prev["final_labels"]
@@ -109,7 +110,12 @@ def plan_resume(answers: list[dict], fits: list[dict], settings: str, n: int, ba
                 return None
             init = init[chains]
             components = None if components is None else components[chains]
-    return last, init, components, chains
+        log_weights = last.get("log_weights")
+        if log_weights is not None:
+            if len(log_weights) != len(init):
+                return None
+            log_weights = np.asarray(log_weights, dtype=np.float64)
+    return last, init, components, chains, log_weights
 
 
 class Outcome(NamedTuple):
@@ -245,6 +251,7 @@ class Session:
                     else {"final_components": fit.final_components.astype(int).tolist()}
                 )
                 | ({} if fit.chains is None else {"warm_chains": fit.chains.astype(int).tolist()})
+                | ({} if fit.log_weights is None else {"log_weights": fit.log_weights.tolist()})
             )
         if record:
             st.n_fits += 1
@@ -393,7 +400,7 @@ class Session:
             round_, pos = max((r["round"] for r in stored), default=0) + 1, 0
             self.fit(round_, 0)
         else:
-            last, init, components, chains = plan
+            last, init, components, chains, log_weights = plan
             q = last["n_answers"]
             for rec in stored[:q]:
                 self.apply(rec, False, rec["round"], replay_log)
@@ -408,6 +415,7 @@ class Session:
                 n_burnin=last["n_burnin"],
                 warm_components=components,
                 chains=chains,
+                log_weights=log_weights,
             )
             st.n_fits = last["n_fit"] + 1
             final = self.core.fit.final

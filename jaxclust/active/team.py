@@ -494,8 +494,8 @@ class TeamSession:
             constraints, exclude = self.state.constraints, self._excluded()
             last, seed = self.core.fit, self.core.next_seed()
         t0 = time.perf_counter()
-        warm = (None, None, None) if last is None else self.core.carried(constraints, seed)
-        fit = self.core.draw(constraints, seed, warm[0], warm_components=warm[1], chains=warm[2])
+        warm = (None,) * 4 if last is None else self.core.carried(constraints, seed)
+        fit = self.core.draw(constraints, seed, warm[0], None, *warm[1:])
         pool, h = self._rank(fit, constraints, exclude)  # the pairs answered since: see _open
         with self.lock:
             self.core.install(fit)

@@ -306,3 +306,19 @@ def test_a_nested_session_resumes_from_its_stored_components(tmp_path):
         warnings.simplefilter("error")  # the refit reproduced the stored chains, components included
         _learner(GoldOracle(Y), store, nested(), **opts).run(X, 6)
     assert _stored(store) == want
+
+
+def test_a_session_resumes_with_its_chains_weights(tmp_path):
+    """Soft answers leave the chains weighted (a weight each, carried from fit to fit); the fit records keep the
+    weights, so a resumed session reads its samples at them and asks what the uninterrupted one asks."""
+    opts = {"strategy": "entropy", "batch_size": 1, "error_rate": 0.1}
+    want = _asked(_learner(GoldOracle(Y), **opts).run(X, 10))
+    store = tmp_path / "a.jsonl"
+    with pytest.raises(Crash):
+        _learner(_crash_after(5), store, **opts).run(X, 10)
+    with AnswerStore(store) as s:
+        assert s.fits[-1]["n_answers"] == 5 and s.fits[-1]["log_weights"] is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _learner(GoldOracle(Y), store, **opts).run(X, 10)
+    assert _stored(store) == want

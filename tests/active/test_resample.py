@@ -15,7 +15,14 @@ import pytest
 from jaxclust import Constraints
 from jaxclust.active import ActiveLearner, AnswerStore, GoldOracle, TeamSession
 from jaxclust.active.core import SessionCore, SessionSettings
-from jaxclust.active.resample import answers_log_likelihood, carried_chains, systematic
+from jaxclust.active.resample import (
+    DEAD,
+    answers_log_likelihood,
+    carry,
+    effective_number,
+    systematic,
+    weighted_rows,
+)
 
 
 def _partitions(n: int) -> np.ndarray:
@@ -48,50 +55,89 @@ def test_systematic_resampling_copies_each_chain_its_weight_times_on_average():
     np.testing.assert_array_equal(systematic(np.ones(4), 0.999), [0, 1, 2, 3])
 
 
-def test_resampled_chains_follow_the_posterior_after_the_new_answers():
-    """Chains drawn from a posterior before two answers (one soft, one hard), carried over, are draws of the
-    exact posterior after them (every partition of four items enumerated); the change is far larger than the
-    tolerance, so weights of the wrong size or sign fail."""
+@pytest.mark.parametrize("hard", [False, True])
+def test_carried_chains_follow_the_posterior_after_the_new_answers(hard):
+    """Chains drawn from a posterior before new answers, carried over (weighted, or resampled when a hard
+    answer rules some out), are draws of the exact posterior after them (every partition of four items
+    enumerated); the change is far larger than the tolerance, so weights of the wrong size or sign fail."""
     parts = _partitions(4)
     rng = np.random.default_rng(0)
     before = Constraints.from_answers(4, [(0, 2, "cannot", 0.3)])
     prior = np.exp(rng.normal(size=len(parts)))
     p_old = prior * np.exp(answers_log_likelihood(parts, before))
     p_old /= p_old.sum()
-    after = Constraints.from_answers(4, [(0, 2, "cannot", 0.3), (0, 1, "must", 0.15), (2, 3, "cannot")])
+    new = [(0, 2, "cannot", 0.3), (0, 1, "must", 0.15)]  # weights uneven, not enough to resample
+    if hard:  # a hard answer rules some partitions out: their chains are dead, all are resampled
+        new += [(1, 3, "must", 0.2), (2, 3, "cannot")]
+    after = Constraints.from_answers(4, new)
     p_new = p_old * np.exp(answers_log_likelihood(parts, after) - answers_log_likelihood(parts, before))
     p_new /= p_new.sum()
     C, reps = 2000, 40  # many chains: a finite set's self-normalised weights are biased by O(1/C)
     hits = np.zeros(len(parts))
     for r in range(reps):
         idx = rng.choice(len(parts), size=C, p=p_old)
-        chains = carried_chains(parts[idx], before, after, seed=r)
+        chains, log_w = carry(parts[idx], None, before, after, seed=r)
+        assert (chains is not None) == hard and (log_w is None) == hard  # resampled only when chains died
         kept = idx if chains is None else idx[chains]
-        hits += np.bincount(kept, minlength=len(parts))
+        w = np.ones(C) if log_w is None else np.exp(log_w)
+        hits += np.bincount(kept, weights=w / w.sum(), minlength=len(parts))
     tv = 0.5 * np.abs(hits / hits.sum() - p_new).sum()
     assert tv < 0.012  # sampling error of 80,000 draws over 15 partitions: about 0.006
     assert 0.5 * np.abs(p_old - p_new).sum() > 0.2
 
 
-def test_nothing_is_resampled_where_the_answers_tell_no_chain_from_another():
+def test_nothing_changes_where_the_answers_tell_no_chain_from_another():
     rows = np.array([[0, 0, 1, 1], [0, 0, 1, 2], [0, 0, 0, 1]])
     before = Constraints(4)
     agreed = Constraints.from_answers(4, [(0, 1, "must", 0.1), (0, 1, "must")])  # every chain has 0 with 1
-    assert carried_chains(rows, before, agreed, seed=0) is None
+    assert carry(rows, None, before, agreed, seed=0) == (None, None)
     broken_by_all = Constraints.from_answers(4, [(0, 1, "cannot")])  # the model's start repairs them
-    assert carried_chains(rows, before, broken_by_all, seed=0) is None
-    assert carried_chains(rows, agreed, agreed, seed=0) is None
+    assert carry(rows, None, before, broken_by_all, seed=0) == (None, None)
+    log_w = np.log([1.0, 0.5, 0.25])
+    chains, carried = carry(rows, log_w, agreed, agreed, seed=0)  # weights carried as they were
+    assert chains is None and np.allclose(carried, log_w)
 
 
-def test_an_undone_answer_gives_back_the_chains_it_weighed_down():
+def test_an_undone_answer_gives_back_the_weight_it_took():
     rows = np.array([[0, 0], [0, 1]])  # chain 1 says "different" where the answer said "same"
     said = Constraints.from_answers(2, [(0, 1, "must", 0.1)])
-    copies = []
-    for seed in range(2000):
-        chains = carried_chains(rows, said, Constraints(2), seed)
-        copies.append(np.bincount([0, 1] if chains is None else chains, minlength=2))
-    # weights 1/0.9 and 1/0.1, i.e. 0.1 and 0.9 of the two new chains: chain 0 kept with chance 0.2
-    assert np.mean(copies, axis=0) == pytest.approx([0.2, 1.8], abs=0.04)
+    chains, log_w = carry(rows, None, Constraints(2), said, seed=0)
+    assert chains is None and np.allclose(log_w, [0.0, np.log(0.1 / 0.9)])
+    assert carry(rows, log_w, said, Constraints(2), seed=0) == (None, None)  # undone: equal again
+
+
+def test_chains_are_resampled_once_their_weights_are_too_uneven():
+    rows = np.array([[0, 0, 1], [0, 0, 1], [0, 1, 1], [0, 1, 1]])
+    against = [(1, 2, "must", 0.1)]  # chains 0 and 1 say "different"
+    log_w, cons = None, Constraints(3)
+    for k in range(1, 6):
+        after = Constraints.from_answers(3, against * k)
+        chains, log_w = carry(rows, log_w, cons, after, seed=k)
+        cons = after
+        if chains is not None:
+            break
+        # two chains of four keep the effective number at 2 or more: they go on until the others are dead
+        assert effective_number(log_w) >= 2.0 and np.exp(log_w).min() >= DEAD
+    assert k == 4 and 9.0**-4 < DEAD  # the fourth answer against them leaves 9^-4 of the others' weight
+    assert set(chains) == {2, 3} and log_w is None
+    chains, log_w = carry(
+        rows[[0, 2, 2, 2]], None, Constraints(3), Constraints.from_answers(3, against), seed=0
+    )
+    assert chains is None  # one chain against three: 3.2 effective chains, all go on
+    # three against one: the effective number falls below 2 before they are dead (9^-3 of the one's weight)
+    chains, _ = carry(
+        rows[[0, 0, 0, 2]], None, Constraints(3), Constraints.from_answers(3, against * 3), seed=0
+    )
+    assert chains is not None and np.sum(chains == 3) >= 3  # 4 x 0.996 copies of the one
+
+
+def test_weighted_rows_copy_each_chains_samples_at_its_weight():
+    w = np.array([0.05, 0.5, 0.3, 0.15])
+    rows = weighted_rows(40, np.log(w), seed=0)  # 10 rows per chain
+    per_chain = np.bincount(rows // 10, minlength=4)
+    assert np.all(np.abs(per_chain - 40 * w) < 1.0) and per_chain.sum() == 40
+    assert weighted_rows(40, None, seed=0) is None
+    np.testing.assert_array_equal(weighted_rows(8, np.zeros(4), seed=3), np.arange(8))
 
 
 class Fixed:
@@ -111,7 +157,8 @@ class Fixed:
 
     def fit(self, X, constraints=None, init_labels=None, n_burnin=None):
         self.starts.append(None if init_labels is None else np.array(init_labels))
-        self.samples_ = self.final_labels_ = self.rows.copy()
+        self.final_labels_ = self.rows.copy()
+        self.samples_ = getattr(self, "all_samples", self.rows).copy()
         self.labels_ = self.rows[0]
         return self
 
@@ -131,6 +178,22 @@ def test_the_next_fit_starts_from_the_chains_a_new_hard_answer_leaves(propagatio
     else:  # the class layer reads the answers outside the model: every chain keeps its own state
         assert fit.chains is None
         np.testing.assert_array_equal(model.starts[-1], rows)
+
+
+def test_a_soft_answer_weighs_the_chains_and_the_samples_are_read_at_their_weights():
+    rows = np.array([[0, 0, 1, 1, 2, 2], [0, 0, 1, 1, 2, 2], [0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 1, 1]])
+    model = Fixed(rows)
+    model.all_samples = np.repeat(rows, 5, axis=0)  # 5 samples per chain, chain-major
+    X = np.arange(12.0).reshape(6, 2)
+    core = SessionCore(SessionSettings(propagation="pairs", error_rate=0.1), model, X, Constraints(6), 3)
+    core.install(core.draw())
+    core.answer({"i": 1, "j": 2, "answer": "cannot", "annotator": "a"})  # wrong with chance 0.1
+    fit = core.draw()
+    assert fit.chains is None  # 2.4 effective chains of 4: each goes on from its own state
+    np.testing.assert_allclose(fit.log_weights, [0, 0, np.log(1 / 9), np.log(1 / 9)], atol=1e-12)
+    np.testing.assert_array_equal(model.starts[-1], rows)
+    from_chain = np.bincount(fit.samples[:, 2] == fit.samples[:, 1], minlength=2)  # chains 2, 3: 1 with 2
+    assert from_chain.tolist() == [18, 2]  # 20 rows: 0.9 and 0.1 of them
 
 
 def test_a_team_session_carries_the_chains_over_as_the_core_does(tmp_path):
