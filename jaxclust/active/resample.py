@@ -34,14 +34,21 @@ __all__ = ["answers_log_likelihood", "reweighed", "effective_number", "systemati
 
 def answers_log_likelihood(rows: np.ndarray, constraints: Constraints) -> np.ndarray:
     """``ln p(answers | classes)`` (C,) of each class labelling in ``rows`` (C, n): the soft answers' factors
-    (:meth:`~jaxclust.Constraints.log_answer_likelihood`), ``-inf`` where a hard answer is broken."""
+    (as :meth:`~jaxclust.Constraints.log_answer_likelihood`), ``-inf`` where a hard answer is broken."""
     rows = np.atleast_2d(np.asarray(rows))
     return np.where(_broken(rows, constraints), -np.inf, _soft(rows, constraints))
 
 
 def _soft(rows: np.ndarray, constraints: Constraints) -> np.ndarray:
-    """The soft answers' part of :func:`answers_log_likelihood` (C,)."""
-    return np.array([constraints.log_answer_likelihood(z) for z in rows], dtype=np.float64)
+    """The soft answers' part of :func:`answers_log_likelihood` (C,): ``ln(1 - eps)`` for each answer a
+    labelling agrees with, ``ln eps`` for each it does not."""
+    answers = constraints.answers
+    if not answers:
+        return np.zeros(len(rows))
+    i, j, kind, eps = (np.array(v) for v in zip(*answers, strict=True))
+    eps = eps.astype(np.float64)
+    agree = (rows[:, i] == rows[:, j]) == (kind == "must")[None, :]
+    return np.where(agree, np.log1p(-eps), np.log(eps)).sum(axis=1)
 
 
 def _broken(rows: np.ndarray, constraints: Constraints) -> np.ndarray:
