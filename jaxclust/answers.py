@@ -13,7 +13,7 @@ import numpy as np
 
 from jaxclust.errors import ConstraintError, InvalidInputError
 from jaxclust.pairs import as_pair
-from jaxclust.validation import check_labels
+from jaxclust.validation import check_label_rows
 
 __all__ = [
     "KINDS",
@@ -164,13 +164,14 @@ class SoftAnswers:
         """The part of ``ln p(answers | z)`` that does not depend on ``z``."""
         return self._soft_const
 
-    def log_answer_likelihood(self, labels: Any) -> float:
-        """``ln p(soft answers | z)`` for item labels ``z`` (n,); hard constraints are not included."""
-        z = check_labels(labels, n=self._n, name="labels")
-        total = self._soft_const
+    def log_answer_likelihood(self, labels: Any) -> float | np.ndarray:
+        """``ln p(soft answers | z)`` for item labels ``z`` (n,), or for each row of labellings (C, n) (an array
+        (C,)); hard constraints are not included."""
+        z = np.atleast_2d(check_label_rows(labels, self._n, "labels"))
+        total = np.full(len(z), self._soft_const)
         if len(self._soft_groups):
-            first = np.array([m[0] for m in self.groups])
-            zg = z[first]
-            same = zg[self._soft_groups[:, 0]] == zg[self._soft_groups[:, 1]]
-            total += float(np.sum(self._soft_weights[same]))
-        return total
+            first = np.unique(self._group_of, return_index=True)[1]  # each group's first member
+            zg = z[:, first]
+            same = zg[:, self._soft_groups[:, 0]] == zg[:, self._soft_groups[:, 1]]
+            total += np.where(same, self._soft_weights, 0.0).sum(axis=1)
+        return float(total[0]) if np.ndim(labels) == 1 else total

@@ -201,11 +201,15 @@ def test_soft_answers_lift_to_group_weights_and_match_the_likelihood():
     assert edges.tolist() == [[0, 3]]  # groups: {0,1}=0, {2}=1, {3}=2, {4}=3, {5}=4, {6}=5
     np.testing.assert_allclose(weights, [np.log(0.9 / 0.1) - np.log(0.8 / 0.2)])
     rng = np.random.default_rng(0)
+    rows = []
     for _ in range(20):
         z = rng.integers(0, 3, 7)
         z[1] = z[0]
         z[3] = z[2] + 3  # satisfy the hard constraints
         assert c.log_answer_likelihood(z) == pytest.approx(_direct_answer_loglik(c.answers, z))
+        rows.append(z)
+    want = [_direct_answer_loglik(c.answers, z) for z in rows]  # many labellings at once: one value each
+    np.testing.assert_allclose(c.log_answer_likelihood(np.array(rows)), want, rtol=1e-12)
     partners, w = c.partner_table(4, n_rows=7)
     assert partners[0].tolist() == [3, -1, -1, -1] and partners[1].tolist() == [2, -1, -1, -1]
     assert np.isneginf(w[1, 0]) and w[0, 0] == pytest.approx(weights[0])

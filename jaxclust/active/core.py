@@ -9,7 +9,7 @@ and the model's latest fit. Its transitions:
   disagreement, answers another process stored): the state is rebuilt from them.
 * **refit** (:meth:`SessionCore.draw`, then :meth:`SessionCore.install`): a model fit under the constraints in
   effect, the k-th seeded ``base_seed + 7919 k`` and warm-started from the chains of the previous one (for a
-  model that samples classes, resampled by what the answers since say of them: :meth:`SessionCore.carried`). ``draw``
+  model that samples classes, weighted by what the answers since say of them: :meth:`SessionCore.carried`). ``draw``
   leaves the state alone, so a driver may fit outside its lock; ``install`` makes the fit's samples the ones
   questions are about.
 * **next questions** (:meth:`SessionCore.rank`): up to ``k`` pairs the strategy picks from the samples, best

@@ -34,21 +34,9 @@ __all__ = ["answers_log_likelihood", "reweighed", "effective_number", "systemati
 
 def answers_log_likelihood(rows: np.ndarray, constraints: Constraints) -> np.ndarray:
     """``ln p(answers | classes)`` (C,) of each class labelling in ``rows`` (C, n): the soft answers' factors
-    (as :meth:`~jaxclust.Constraints.log_answer_likelihood`), ``-inf`` where a hard answer is broken."""
+    (:meth:`~jaxclust.Constraints.log_answer_likelihood`), ``-inf`` where a hard answer is broken."""
     rows = np.atleast_2d(np.asarray(rows))
-    return np.where(_broken(rows, constraints), -np.inf, _soft(rows, constraints))
-
-
-def _soft(rows: np.ndarray, constraints: Constraints) -> np.ndarray:
-    """The soft answers' part of :func:`answers_log_likelihood` (C,): ``ln(1 - eps)`` for each answer a
-    labelling agrees with, ``ln eps`` for each it does not."""
-    answers = constraints.answers
-    if not answers:
-        return np.zeros(len(rows))
-    i, j, kind, eps = (np.array(v) for v in zip(*answers, strict=True))
-    eps = eps.astype(np.float64)
-    agree = (rows[:, i] == rows[:, j]) == (kind == "must")[None, :]
-    return np.where(agree, np.log1p(-eps), np.log(eps)).sum(axis=1)
+    return np.where(_broken(rows, constraints), -np.inf, constraints.log_answer_likelihood(rows))
 
 
 def _broken(rows: np.ndarray, constraints: Constraints) -> np.ndarray:
@@ -81,7 +69,9 @@ def reweighed(rows: np.ndarray, before: Constraints, after: Constraints) -> np.n
     ``after`` that it kept under ``before``, since the sampler keeps every hard answer)."""
     rows = np.atleast_2d(np.asarray(rows))
     newly_broken = _broken(rows, after) & ~_broken(rows, before)
-    return np.where(newly_broken, -np.inf, _soft(rows, after) - _soft(rows, before))
+    return np.where(
+        newly_broken, -np.inf, after.log_answer_likelihood(rows) - before.log_answer_likelihood(rows)
+    )
 
 
 def effective_number(log_weights: np.ndarray) -> float:
@@ -99,8 +89,8 @@ def carry(
     multiplied by :func:`reweighed`; when they have become too uneven (:data:`RESAMPLE_BELOW`, :data:`DEAD`)
     the chains are resampled (:func:`systematic`, its uniform drawn from ``seed``): ``chains`` (C,) says which
     chain each new one copies, and the weights are equal again. Else ``chains`` is None (each chain goes on from
-    its own state) and the weights are carried, None when equal. Every chain breaking a new hard answer keeps
-    its place at equal weight (the model's start repairs them)."""
+    its own state) and the weights are carried, None when equal. When every chain breaks a new hard answer, each
+    keeps its place at equal weight (the model's start repairs them)."""
     C = len(rows)
     log_w = reweighed(rows, before, after) + (0.0 if log_weights is None else np.asarray(log_weights))
     if not np.any(np.isfinite(log_w)):

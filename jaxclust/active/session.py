@@ -112,9 +112,9 @@ def plan_resume(answers: list[dict], fits: list[dict], settings: str, n: int, ba
             components = None if components is None else components[chains]
         log_weights = last.get("log_weights")
         if log_weights is not None:
-            if len(log_weights) != len(init):
-                return None
             log_weights = np.asarray(log_weights, dtype=np.float64)
+            if log_weights.shape != (len(init),) or not np.all(np.isfinite(log_weights)):
+                return None
     return last, init, components, chains, log_weights
 
 

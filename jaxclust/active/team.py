@@ -494,8 +494,8 @@ class TeamSession:
             constraints, exclude = self.state.constraints, self._excluded()
             last, seed = self.core.fit, self.core.next_seed()
         t0 = time.perf_counter()
-        warm = (None,) * 4 if last is None else self.core.carried(constraints, seed)
-        fit = self.core.draw(constraints, seed, warm[0], None, *warm[1:])
+        init, comps, chains, log_w = (None,) * 4 if last is None else self.core.carried(constraints, seed)
+        fit = self.core.draw(constraints, seed, init, warm_components=comps, chains=chains, log_weights=log_w)
         pool, h = self._rank(fit, constraints, exclude)  # the pairs answered since: see _open
         with self.lock:
             self.core.install(fit)
